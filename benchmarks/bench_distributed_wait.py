@@ -29,8 +29,10 @@ machine runs a minute apart differ more than the variants do). Variants, float32
 Per variant: the median over blocks of the slowest rank's time per call, the 10th percentile
 (the blocks where both ranks had their cores), and the median of the per-block ratios to the
 first variant (paired: the steadiest comparison under load); and the share of blocks after which
-ember's waits judged the machine busy (``_work._machine_busy``). Prints the load average before
-and after: say it with the figures.
+ember's waits judged the machine busy (``_work._machine_busy``); with ``--breakdown``, per rank
+where the calls' time went (the calling thread's time on a core and its time runnable but waiting
+for one, /proc/thread-self/schedstat; medians over blocks). Prints the load average before and
+after: say it with the figures.
 """
 
 from __future__ import annotations
@@ -94,6 +96,16 @@ if "gloo" in variants:
     torch.set_num_threads(1)
     torch_dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['GLOO_PORT']}", rank=rank,
                                   world_size=dist.get_world_size())
+def schedstat():
+    """This thread's time on a core and time runnable but waiting for one (ns; 0, 0 off Linux)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return 0, 0
+
+
 results = {}
 for nbytes in sizes:
     t = ember.ones(nbytes // 4)
@@ -170,16 +182,24 @@ for nbytes in sizes:
     kinds = list(calls)
     samples = {kind: [] for kind in kinds}
     busy = []  # per block: whether ember's waits judged the machine busy (``_work._machine_busy``)
+    cpu = {kind: [] for kind in kinds}  # per block: this thread's time on a core per call
+    delay = {kind: [] for kind in kinds}  # and its time runnable but waiting for a core
     for block in range(blocks):
         for kind in kinds[block % len(kinds):] + kinds[:block % len(kinds)]:
             comm.Barrier()
+            ran, waited = schedstat()
             start = time.perf_counter()
             for _ in range(reps):
                 calls[kind]()
             samples[kind].append((time.perf_counter() - start) / reps)
+            ran2, waited2 = schedstat()
+            cpu[kind].append((ran2 - ran) * 1e-9 / reps)
+            delay[kind].append((waited2 - waited) * 1e-9 / reps)
         busy.append(_work._LOAD[1])
     for kind, values in samples.items():
         results[f"{kind}:{nbytes}"] = values
+        results[f"cpu:{kind}:{nbytes}"] = cpu[kind]
+        results[f"delay:{kind}:{nbytes}"] = delay[kind]
     results[f"busy:{nbytes}"] = sum(busy) / len(busy)
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(results, f)
@@ -200,6 +220,8 @@ def main() -> None:
     parser.add_argument("--variants", default=DEFAULT_VARIANTS,
                         help="comma-separated; the first is the base of the ratios (see the module doc)")
     parser.add_argument("--blocks-scale", type=float, default=1.0, help="more blocks per size (x)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also print each rank's time on a core and waiting for one per call (schedstat)")
     args = parser.parse_args()
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     kinds = args.variants.split(",")
@@ -236,6 +258,19 @@ def main() -> None:
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
         busy = " ".join(f"{rank[f'busy:{n}']:.0%}" for rank in per_rank)
         print(f"{label:>5}: " + " | ".join(cells) + f" (busy: {busy} of blocks)")
+        if args.breakdown:
+            # where a call's time goes, per rank (medians over blocks): on a core, runnable but
+            # waiting for one (the kernel's run delay), and the rest (asleep, or not yet counted)
+            parts = []
+            for k in kinds:
+                per = []
+                for rank in per_rank:
+                    wall = statistics.median(rank[f"{k}:{n}"])
+                    cpu = statistics.median(rank[f"cpu:{k}:{n}"])
+                    delay = statistics.median(rank[f"delay:{k}:{n}"])
+                    per.append(f"{_fmt(cpu)} + {_fmt(delay)} of {_fmt(wall)}")
+                parts.append(f"{k} " + " / ".join(per))
+            print("       on a core + waiting for one, of the wall time (rank 0 / rank 1 ...): " + " | ".join(parts))
 
 
 if __name__ == "__main__":

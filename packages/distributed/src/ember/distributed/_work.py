@@ -306,7 +306,7 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                     if test():
                         return
         except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
-            raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
+            raise DistBackendError(_explained(group, what, _mpi_error(group.MPI, err, statuses, what))) from None
         now = time.monotonic()
         if now - start > yield_from:
             spin_yield, yield_from = True, _NEVER
@@ -323,6 +323,13 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
             time.sleep(nap)
+
+
+def _explained(group, what: str, text: str) -> str:
+    """``text`` (an MPI error's message), or the exit of a peer that explains it (the engine's
+    ``explain_mpi_error``)."""
+    explain = getattr(group, "explain_mpi_error", None)
+    return text if explain is None else explain(what, text)
 
 
 def _mpi_error(MPI, err, statuses, what: str) -> str:
@@ -596,9 +603,9 @@ class CollectiveWork(Work):
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if job.error is not None:
-            if isinstance(job.error, DistBackendError):
-                raise job.error
-            raise DistBackendError(f"{self._what} failed in MPI: {job.error}")
+            if not isinstance(job.error, DistBackendError):
+                job.error = DistBackendError(_explained(group, self._what, f"{self._what} failed in MPI: {job.error}"))
+            raise job.error
 
     def is_completed(self) -> bool:
         job = self._job
@@ -621,5 +628,6 @@ class CollectiveWork(Work):
             elif isinstance(job.error, DistBackendError):
                 self._error = job.error
             else:
-                self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
+                self._error = DistBackendError(_explained(self._group, self._what,
+                                                          f"{self._what} failed in MPI: {job.error}"))
         return self._done or self._error is not None

@@ -181,7 +181,25 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
     rdzv = PrefixStore(f"ember_init/{generation}", store)
     keys = [f"host/{r}" for r in range(world_size)]
     deadline = time.monotonic() + seconds
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    claim = f"{me}:{id(_world)}:{generation}"  # this process's join, distinct from any other's
     while True:
+        # This rank's place, claimed before it is announced: a process of another job whose
+        # MASTER_PORT a running job's store holds (its own rank 0 failed with EADDRINUSE) would
+        # otherwise join that job's rendezvous, reach its control server as a rank it already has,
+        # and on its own exit make that job's ranks fail as if their peer had died.
+        size = rdzv.compare_set("world_size", "", str(world_size)).decode(errors="replace")
+        if size != str(world_size):
+            raise DistStoreError(
+                f"the process group at this store has {size} ranks, this process was given world_size {world_size}: "
+                "another job is using the same address and port (MASTER_ADDR/MASTER_PORT), or the ranks were "
+                "given different world sizes")
+        held = rdzv.compare_set(f"claim/{rank}", "", claim).decode(errors="replace")
+        if held != claim:
+            raise DistStoreError(
+                f"rank {rank} already joined the process group at this store (process {held.rsplit(':', 2)[0]}; "
+                f"this is {me}): another job is using the same address and port (MASTER_ADDR/MASTER_PORT), "
+                "or two processes were given the same rank")
         # Re-announced every second: a store that restarted (same port, new job) still hears it.
         rdzv.set(f"host/{rank}", socket.gethostname())
         try:
