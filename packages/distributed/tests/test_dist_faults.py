@@ -298,23 +298,35 @@ def test_busy_machine_wait_of_large_transfer_yields_instead_of_napping(monkeypat
         assert calls == {"yield": 0, "sleep": bursts}
 
 
+@pytest.mark.parametrize("nap", [50e-6, None], ids=["naps", "yields"])
 @pytest.mark.parametrize("busy", [True, False], ids=["busy", "idle"])
-def test_small_message_wait_yields_on_a_busy_machine_after_its_transfer_time(monkeypatch, busy):
+def test_small_message_wait_on_a_busy_machine_naps_after_its_transfer_time(monkeypatch, busy, nap):
     # A synchronous all_reduce of up to 64 KB (or a barrier) on a busy machine spins as long as its
-    # transfer takes while both ranks run, then yields after every test (spinning on held the core
-    # a peer placed on it needed: 6-9x MPICH under load); it never naps before the collective spin
-    # ends. On an idle machine it spins.
+    # transfer takes while both ranks run, then naps briefly between bursts of tests, 10 us doubling
+    # up to _SMALL_BUSY_NAP (spinning on held the core a peer placed on it needed: 6-9x MPICH under
+    # load; yielding after every test, the wait of session 17 and still the one with the nap set to
+    # None, kept it runnable: 4-5x the napping wait at load 18). On an idle machine it spins.
     from ember.distributed import _work
 
     calls, clock = _fake_wait_clock(monkeypatch, _work, busy=busy)
+    naps = []
+    monkeypatch.setattr(_work.time, "sleep", naps.append)
+    monkeypatch.setattr(_work, "_SMALL_BUSY_NAP", nap)
     nbytes = 64 * 1024
     burst = _work._SMALL_SPIN_PER_BYTE * nbytes / 2.5  # the spin ends during the 3rd burst
     bursts = 8
     request = _bursts_request(_work, clock, bursts, burst)
     _work.wait_requests([request], _HealthyGroup(), float("inf"), "all_reduce", None,
                         _work.COLLECTIVE_SPIN_SECONDS, nbytes)
-    # the clock read after the 3rd burst sees the spin over: every later test is followed by a yield
-    assert calls == {"yield": (bursts - 3) * _work._TESTS_PER_CHECK if busy else 0, "sleep": 0}
+    # the clock read after the 3rd burst sees the spin over: from there a nap after every burst (the
+    # request completes in the 9th), or a yield after every test
+    if not busy:
+        assert (calls["yield"], naps) == (0, [])
+    elif nap is None:
+        assert (calls["yield"], naps) == ((bursts - 3) * _work._TESTS_PER_CHECK, [])
+    else:
+        assert calls["yield"] == 0
+        assert naps == pytest.approx([10e-6, 20e-6, 40e-6, 50e-6, 50e-6, 50e-6])
 
 
 # (operation, survivors wait on async_op works, survivors leave through destroy + the interpreter's
