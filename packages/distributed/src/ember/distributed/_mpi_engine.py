@@ -166,7 +166,7 @@ class MPIEngine(Engine):
         """The error to raise for an MPI error ``text`` met while waiting for ``what``. MPICH may
         notice a peer that was killed mid-operation before the liveness watch reports it, and fail
         the request with only "Other MPI error" and its call stack (a broadcast from a rank killed
-        while sending, 4 ranks: 1 of 6 runs). Where the watch reports an exit among this group's
+        while sending, 4 ranks: 2 of 13 runs). Where the watch reports an exit among this group's
         ranks within ``_MPI_ERROR_GRACE``, the error names that rank, as the wait's own check
         would have a moment later, and the group is marked broken; otherwise ``text``."""
         give_up = time.monotonic() + _MPI_ERROR_GRACE

@@ -174,6 +174,26 @@ def _cuda_probe(device_id):
     return ember.empty(0, device=device_id)
 
 
+def _claim(store: Store, key: str, value: str) -> str:
+    """Sets ``key`` to ``value`` unless it holds something already; what it holds now. A store
+    without ``compare_set`` (a user's own ``Store`` subclass) claims nothing: ``value``.
+
+    A TCP store client repeats only idempotent requests after its server went away (rank 0's
+    store replaced on the same port by a re-init, while this client still held the old one):
+    a failed claim reconnects through ``check`` and is made again, on the new server. (Made
+    twice on one server it still answers ``value``: the key holds it.)"""
+    for attempt in range(2):
+        try:
+            return store.compare_set(key, "", value).decode(errors="replace")
+        except NotImplementedError:
+            return value
+        except DistStoreError:
+            if attempt:
+                raise
+            store.check([key])
+    return value
+
+
 def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -> None:
     MPI = _mpi.mpi()
     generation = _world.generation
@@ -188,13 +208,13 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
         # MASTER_PORT a running job's store holds (its own rank 0 failed with EADDRINUSE) would
         # otherwise join that job's rendezvous, reach its control server as a rank it already has,
         # and on its own exit make that job's ranks fail as if their peer had died.
-        size = rdzv.compare_set("world_size", "", str(world_size)).decode(errors="replace")
+        size = _claim(rdzv, "world_size", str(world_size))
         if size != str(world_size):
             raise DistStoreError(
                 f"the process group at this store has {size} ranks, this process was given world_size {world_size}: "
                 "another job is using the same address and port (MASTER_ADDR/MASTER_PORT), or the ranks were "
                 "given different world sizes")
-        held = rdzv.compare_set(f"claim/{rank}", "", claim).decode(errors="replace")
+        held = _claim(rdzv, f"claim/{rank}", claim)
         if held != claim:
             raise DistStoreError(
                 f"rank {rank} already joined the process group at this store (process {held.rsplit(':', 2)[0]}; "
