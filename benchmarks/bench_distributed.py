@@ -14,7 +14,9 @@ fastest block: on a shared, loaded machine the median moves with the load betwee
 runs, the minimum much less. The last two columns are the steadiest comparisons: inside the
 ember run, every block of ember calls takes turns with a block of mpi4py's ``Allreduce`` on the
 same communicator and a block of PyTorch's gloo (its own group) in the same processes, at the
-same moment (MPICH on a NumPy array of its own, as mpi4py's users call it); ratios of the medians.
+same moment (MPICH on a NumPy array of its own, as mpi4py's users call it); ratios of the medians,
+then the median of the per-block ratios (each block's ember time over the other's in the same
+round: the pairing takes out most of the load's drift, which the ratio of medians keeps).
 
 The DDP figure: an MLP (256 -> 1024 -> 1024 -> 10, 1.3 M parameters, 64 samples per rank), one
 SGD step (forward, backward with the bucketed all-reduce, update), 30 steps. The FSDP2 figure:
@@ -219,9 +221,17 @@ def _run(lib: str, ranks: int, sizes: list[int]) -> dict[str, tuple[float, float
         with open(os.path.join(out, f"rank{r}.json")) as f:
             per_rank.append(json.load(f))
     figures = {}
+    slowest = {}
     for n in per_rank[0]:
-        slowest = [max(rank[n][i] for rank in per_rank) for i in range(len(per_rank[0][n]))]
-        figures[n] = (statistics.median(slowest), min(slowest))
+        slowest[n] = [max(rank[n][i] for rank in per_rank) for i in range(len(per_rank[0][n]))]
+        figures[n] = (statistics.median(slowest[n]), min(slowest[n]))
+    for n in per_rank[0]:
+        if n.startswith("e:") and "m" + n[1:] in slowest:
+            # paired: the median over blocks of ember's time over the other library's in the same
+            # block (the same moment of the machine's load)
+            for other in "mg":
+                figures[f"{other}/{n}"] = statistics.median(
+                    e / o for e, o in zip(slowest[n], slowest[other + n[1:]]))
     return figures
 
 
@@ -262,7 +272,8 @@ def _allreduce(ranks, sizes, started):
     print(f"\nall_reduce float32 SUM, {ranks} ranks, 1 thread each ({time.time() - started:.0f} s); "
           "median [fastest block] per call")
     print(f"{'size':>6} | {'ember':>21} | {'gloo':>21} | {'mpi4py (mpiexec)':>21} | ember/gloo | ember/mpi4py"
-          " | same processes: ember/MPICH | ember/gloo")
+          " | same processes: ember/MPICH | ember/gloo  (ratio of medians (the other's median; fastest blocks'"
+          " ratio), median of per-block ratios)")
     for n in sizes:
         (e, e_min), (t, t_min) = figures["ember"][f"e:{n}"], figures["torch"][f"e:{n}"]
         m, m_min = figures["mpi"][f"e:{n}"]
@@ -270,8 +281,9 @@ def _allreduce(ranks, sizes, started):
         gloo, gloo_min = figures["ember"][f"g:{n}"]
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
         print(f"{label:>6} | {_fmt(e)} [{_fmt(e_min)}] | {_fmt(t)} [{_fmt(t_min)}] | {_fmt(m)} [{_fmt(m_min)}] | "
-              f"{e / t:10.2f} | {e / m:12.2f} | {e / same:5.2f} ({_fmt(same).strip()}; fastest {e_min / same_min:.2f})"
-              f" | {e / gloo:5.2f} ({_fmt(gloo).strip()}; fastest {e_min / gloo_min:.2f})")
+              f"{e / t:10.2f} | {e / m:12.2f} | {e / same:5.2f} ({_fmt(same).strip()}; fastest {e_min / same_min:.2f}),"
+              f" {figures['ember'][f'm/e:{n}']:.2f} | {e / gloo:5.2f} ({_fmt(gloo).strip()}; fastest"
+              f" {e_min / gloo_min:.2f}), {figures['ember'][f'g/e:{n}']:.2f}")
     return figures
 
 

@@ -16,9 +16,11 @@ machine runs a minute apart differ more than the variants do). Variants, float32
 - ``ember-nap``: the same with the large-message wait of a busy machine off (spin 1 ms, then
   nap: the wait before session 16);
 - ``ember-spin``: the small-message (<= 64 KB) wait of a busy machine as before session 17 (spin
-  on; the data starts after the signatures); ``ember-yield<us>``: it yields after <us> instead
-  of ember's spin for the size (``-always``: busy machine or not; ``-after``: data after the
-  signatures);
+  on; the data starts after the signatures); ``ember-yield<us>``: it yields after every test
+  (session 17's wait) once <us> have passed (no number: ember's spin for the size; ``-always``:
+  busy machine or not; ``-after``: data after the signatures);
+- ``ember-nap<us>``: the small-message wait of a busy machine naps after its spin for the size
+  (10 us doubling up to <us>) instead of yielding after every test (``-always``: busy or not);
 - ``<variant>@<algorithm>``: MPICH's algorithm set through MPI_T around each call, for ``mpich``
   ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM``, for the others ``MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM``
   (e.g. ``ember@sched_reduce_scatter_allgather``);
@@ -29,8 +31,10 @@ machine runs a minute apart differ more than the variants do). Variants, float32
 Per variant: the median over blocks of the slowest rank's time per call, the 10th percentile
 (the blocks where both ranks had their cores), and the median of the per-block ratios to the
 first variant (paired: the steadiest comparison under load); and the share of blocks after which
-ember's waits judged the machine busy (``_work._machine_busy``). Prints the load average before
-and after: say it with the figures.
+ember's waits judged the machine busy (``_work._machine_busy``); with ``--breakdown``, per rank
+where the calls' time went (the calling thread's time on a core and its time runnable but waiting
+for one, /proc/thread-self/schedstat; its page faults; medians over blocks). Prints the load average before and
+after: say it with the figures.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ import tempfile
 from bench_distributed import _free_port, _parse_size  # this script's folder is on sys.path
 
 WORKER = r'''
-import json, os, sys, time
+import json, os, resource, sys, time
 sizes, out, scale = [int(s) for s in sys.argv[1].split(",")], sys.argv[2], float(sys.argv[3])
 variants = sys.argv[4].split(",")
 import numpy as np
@@ -94,6 +98,18 @@ if "gloo" in variants:
     torch.set_num_threads(1)
     torch_dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['GLOO_PORT']}", rank=rank,
                                   world_size=dist.get_world_size())
+def schedstat():
+    """This thread's time on a core and time runnable but waiting for one (ns), and its page
+    faults (0s off Linux)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            ran, waited = f.read().split()[:2]
+        usage = resource.getrusage(resource.RUSAGE_THREAD)
+        return int(ran), int(waited), usage.ru_minflt + usage.ru_majflt
+    except (OSError, ValueError, AttributeError):
+        return 0, 0, 0
+
+
 results = {}
 for nbytes in sizes:
     t = ember.ones(nbytes // 4)
@@ -148,12 +164,22 @@ for nbytes in sizes:
             # starts after the signatures came back
             return patched((_work, "_SMALL_SPIN_PER_BYTE", float("inf")),
                            (_mpi_engine, "_SMALL_AT_ONCE_IF_BUSY", False))
+        if kind.startswith("ember-nap") and kind != "ember-nap":
+            # ember-nap<us>: the small-message wait of a busy machine naps after its spin (10 us
+            # doubling up to <us>) instead of yielding; -always: busy machine or not
+            cap, *flags = kind[len("ember-nap"):].split("-")
+            changes = [(_work, "_SMALL_BUSY_NAP", float(cap) * 1e-6)]
+            if "always" in flags:
+                changes.append((_work, "_machine_busy", lambda now: True))
+            return patched(*changes)
         if kind.startswith("ember-yield"):
             # ember-yield<us>: the small-message wait of a busy machine yields after this many us
             # (ember's own: as long as the size takes); -always: whether the machine is busy or not;
             # -after: the data starts after the signatures come back
             spin, *flags = kind[len("ember-yield"):].split("-")
-            changes = [(_work, "_SMALL_SPIN_PER_BYTE", float(spin) * 1e-6 / max(nbytes, 1))]
+            changes = [(_work, "_SMALL_BUSY_NAP", None)]
+            if spin:
+                changes.append((_work, "_SMALL_SPIN_PER_BYTE", float(spin) * 1e-6 / max(nbytes, 1)))
             if "always" in flags:
                 changes.append((_work, "_machine_busy", lambda now: True))
             if "after" in flags:
@@ -170,16 +196,27 @@ for nbytes in sizes:
     kinds = list(calls)
     samples = {kind: [] for kind in kinds}
     busy = []  # per block: whether ember's waits judged the machine busy (``_work._machine_busy``)
+    cpu = {kind: [] for kind in kinds}  # per block: this thread's time on a core per call
+    delay = {kind: [] for kind in kinds}  # and its time runnable but waiting for a core
+    fault = {kind: [] for kind in kinds}  # and its page faults
     for block in range(blocks):
         for kind in kinds[block % len(kinds):] + kinds[:block % len(kinds)]:
             comm.Barrier()
+            ran, waited, faults = schedstat()
             start = time.perf_counter()
             for _ in range(reps):
                 calls[kind]()
             samples[kind].append((time.perf_counter() - start) / reps)
+            ran2, waited2, faults2 = schedstat()
+            cpu[kind].append((ran2 - ran) * 1e-9 / reps)
+            delay[kind].append((waited2 - waited) * 1e-9 / reps)
+            fault[kind].append((faults2 - faults) / reps)
         busy.append(_work._LOAD[1])
     for kind, values in samples.items():
         results[f"{kind}:{nbytes}"] = values
+        results[f"cpu:{kind}:{nbytes}"] = cpu[kind]
+        results[f"delay:{kind}:{nbytes}"] = delay[kind]
+        results[f"faults:{kind}:{nbytes}"] = fault[kind]
     results[f"busy:{nbytes}"] = sum(busy) / len(busy)
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(results, f)
@@ -200,6 +237,8 @@ def main() -> None:
     parser.add_argument("--variants", default=DEFAULT_VARIANTS,
                         help="comma-separated; the first is the base of the ratios (see the module doc)")
     parser.add_argument("--blocks-scale", type=float, default=1.0, help="more blocks per size (x)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also print each rank's time on a core and waiting for one per call (schedstat)")
     args = parser.parse_args()
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     kinds = args.variants.split(",")
@@ -236,6 +275,20 @@ def main() -> None:
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
         busy = " ".join(f"{rank[f'busy:{n}']:.0%}" for rank in per_rank)
         print(f"{label:>5}: " + " | ".join(cells) + f" (busy: {busy} of blocks)")
+        if args.breakdown:
+            # where a call's time goes, per rank (medians over blocks): on a core, runnable but
+            # waiting for one (the kernel's run delay), and the rest (asleep, or not yet counted)
+            parts = []
+            for k in kinds:
+                per = []
+                for rank in per_rank:
+                    wall = statistics.median(rank[f"{k}:{n}"])
+                    cpu = statistics.median(rank[f"cpu:{k}:{n}"])
+                    delay = statistics.median(rank[f"delay:{k}:{n}"])
+                    faults = statistics.median(rank[f"faults:{k}:{n}"])
+                    per.append(f"{_fmt(cpu)} + {_fmt(delay)} of {_fmt(wall)}, {faults:.0f} faults")
+                parts.append(f"{k} " + " / ".join(per))
+            print("       on a core + waiting for one, of the wall time (rank 0 / rank 1 ...): " + " | ".join(parts))
 
 
 if __name__ == "__main__":

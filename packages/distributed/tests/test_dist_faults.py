@@ -3,12 +3,17 @@ stops calling collectives, a rank that never joins, a port already in use."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import time
 from datetime import timedelta
 
 import pytest
-from dist_harness import run_ranks
+from dist_harness import PROGRAMS, _collect, base_env, free_port, run_ranks
 
 import ember.distributed as dist
 
@@ -90,10 +95,6 @@ def test_client_without_server_times_out():
         port = unused.getsockname()[1]
     with pytest.raises(dist.DistNetworkError, match="timed out"):
         dist.TCPStore("127.0.0.1", port, 2, False, timedelta(seconds=0.5))
-
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
 
 
 @pytest.mark.parametrize("victim", [1, 0], ids=["worker", "server_host"])
@@ -297,20 +298,152 @@ def test_busy_machine_wait_of_large_transfer_yields_instead_of_napping(monkeypat
         assert calls == {"yield": 0, "sleep": bursts}
 
 
+@pytest.mark.parametrize("nap", [50e-6, None], ids=["naps", "yields"])
 @pytest.mark.parametrize("busy", [True, False], ids=["busy", "idle"])
-def test_small_message_wait_yields_on_a_busy_machine_after_its_transfer_time(monkeypatch, busy):
+def test_small_message_wait_on_a_busy_machine_naps_after_its_transfer_time(monkeypatch, busy, nap):
     # A synchronous all_reduce of up to 64 KB (or a barrier) on a busy machine spins as long as its
-    # transfer takes while both ranks run, then yields after every test (spinning on held the core
-    # a peer placed on it needed: 6-9x MPICH under load); it never naps before the collective spin
-    # ends. On an idle machine it spins.
+    # transfer takes while both ranks run, then naps briefly between bursts of tests, 10 us doubling
+    # up to _SMALL_BUSY_NAP (spinning on held the core a peer placed on it needed: 6-9x MPICH under
+    # load; yielding after every test, the wait of session 17 and still the one with the nap set to
+    # None, kept it runnable: 4-5x the napping wait at load 18). On an idle machine it spins.
     from ember.distributed import _work
 
     calls, clock = _fake_wait_clock(monkeypatch, _work, busy=busy)
+    naps = []
+    monkeypatch.setattr(_work.time, "sleep", naps.append)
+    monkeypatch.setattr(_work, "_SMALL_BUSY_NAP", nap)
     nbytes = 64 * 1024
     burst = _work._SMALL_SPIN_PER_BYTE * nbytes / 2.5  # the spin ends during the 3rd burst
     bursts = 8
     request = _bursts_request(_work, clock, bursts, burst)
     _work.wait_requests([request], _HealthyGroup(), float("inf"), "all_reduce", None,
                         _work.COLLECTIVE_SPIN_SECONDS, nbytes)
-    # the clock read after the 3rd burst sees the spin over: every later test is followed by a yield
-    assert calls == {"yield": (bursts - 3) * _work._TESTS_PER_CHECK if busy else 0, "sleep": 0}
+    # the clock read after the 3rd burst sees the spin over: from there a nap after every burst (the
+    # request completes in the 9th), or a yield after every test
+    if not busy:
+        assert (calls["yield"], naps) == (0, [])
+    elif nap is None:
+        assert (calls["yield"], naps) == ((bursts - 3) * _work._TESTS_PER_CHECK, [])
+    else:
+        assert calls["yield"] == 0
+        assert naps == pytest.approx([10e-6, 20e-6, 40e-6, 50e-6, 50e-6, 50e-6])
+
+
+# (operation, survivors wait on async_op works, survivors leave through destroy + the interpreter's
+# exit): each operation once, the two ways of waiting and of leaving spread over them
+_KILLED_MID = [("all_gather", True, True), ("reduce_scatter", False, False), ("broadcast", True, False),
+               ("send_recv", False, True), ("barrier", True, True), ("all_to_all_single", False, False)]
+
+
+@pytest.mark.parametrize(("kind", "survivors_async", "clean_exit"), _KILLED_MID, ids=[k[0] for k in _KILLED_MID])
+def test_rank_killed_mid_operation_at_4_ranks(kind, survivors_async, clean_exit):
+    # The last of 4 ranks starts its part of the 4th operation (async_op, 1 MB per rank), lets it
+    # get going and SIGKILLs itself: each survivor raises DistBackendError naming it, well before
+    # the timeout, and a second call on the broken group raises at once. MPICH sometimes notices
+    # the death first ("Other MPI error", seen for broadcast): the error still names the rank.
+    timeout = 20.0
+    args = (kind, str(timeout), "during", str(1 << 18), "async" if survivors_async else "sync",
+            "exit" if clean_exit else "_exit")
+    results, codes, logs = run_ranks("fault_kinds_program.py", 4, args=args, allow_fail=True, limit=90)
+    assert codes[3] == -9, logs
+    for rank in range(3):
+        got = results[rank]
+        assert got is not None and codes[rank] == 0, logs
+        assert got["completed"] >= 3, got
+        assert got["error"] == "DistBackendError", got
+        assert "rank 3 died" in got["message"], got
+        assert got["waited"] < timeout, got
+        assert got["second"] == "DistBackendError" and got["second_waited"] < timeout, got
+
+
+def test_mpi_error_of_a_killed_peer_names_it(monkeypatch):
+    # MPICH may fail a request with an opaque "Other MPI error" when a peer was killed, before the
+    # liveness watch reports the exit: the error waits (briefly) for the watch and names the rank.
+    import threading
+
+    from ember.distributed import _mpi_engine
+    from ember.distributed._work import Health
+
+    class World:
+        health = Health()
+
+    engine = object.__new__(_mpi_engine.MPIEngine)
+    engine.world, engine.global_ranks, engine.rank, engine.broken = World(), [0, 1, 2, 3], 0, None
+    engine._me = 0
+    text = "broadcast failed in MPI: Other MPI error, error stack:\ninternal_Test(109): MPI_Test failed"
+    monkeypatch.setattr(_mpi_engine, "_MPI_ERROR_GRACE", 0.05)
+    assert engine.explain_mpi_error("broadcast", text) == text  # no exit: MPI's own words
+    assert engine.broken is None
+    monkeypatch.setattr(_mpi_engine, "_MPI_ERROR_GRACE", 30.0)
+    threading.Timer(0.05, World.health.on_exit, (2, False)).start()  # the watch hears of it later
+    problem = engine.explain_mpi_error("broadcast", text)
+    assert problem.startswith("broadcast failed on rank 0: rank 2 died (killed or crashed)"), problem
+    assert "(MPI: broadcast failed in MPI: Other MPI error, error stack:)" in problem
+    assert engine.broken == problem  # later calls fail at once
+
+
+def _start_job(program, nprocs, port, args):
+    out = tempfile.mkdtemp(prefix="ember-dist-")
+    procs = []
+    for rank in range(nprocs):
+        env = base_env("ember", out, 90)
+        env.update(RANK=str(rank), WORLD_SIZE=str(nprocs), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable, str(PROGRAMS / program), *map(str, args)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
+    return procs, out
+
+
+def _wait_for(path, limit):
+    give_up = time.monotonic() + limit
+    while not os.path.exists(path):
+        assert time.monotonic() < give_up, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("size", [2, 3], ids=["same_size", "larger"])
+def test_second_job_on_a_running_jobs_port_fails_and_leaves_it_alone(size):
+    # Job B is started on the MASTER_PORT of job A, which is running: B's rank 0 cannot listen
+    # (EADDRINUSE), and B's other ranks reach A's store. They must fail at once, saying why, and
+    # not join A (before, B's rank 1 joined A's control server as A's rank 1, waited out its
+    # timeout in MPI_Init, and its exit then failed A's all_reduce as "rank 1 died").
+    port = free_port()
+    a = _start_job("port_job_program.py", 2, port, (60, 0, "after"))
+    try:
+        _wait_for(os.path.join(a[1], "joined0"), 60)  # A is past its rendezvous
+        b = _start_job("port_job_program.py", size, port, (20, 0))
+        got_b, codes_b, logs_b = _collect(*b, 60, size, allow_fail=True)
+    finally:
+        with open(os.path.join(a[1], "go"), "w"):  # A's second all_reduce, after B has gone
+            pass
+        got_a, codes_a, logs_a = _collect(*a, 60, 2, allow_fail=True)
+    assert codes_a == [0, 0] and all(r is not None and r["error"] is None for r in got_a), logs_a
+    assert [r["count"]["value"] for r in got_a] == [[2.0, 2.0]] * 2
+    assert got_b[0]["error"] == "DistNetworkError", logs_b
+    for rank in range(1, size):
+        assert got_b[rank]["error"] == "DistStoreError", logs_b
+        assert "another job is using the same address and port" in got_b[rank]["message"]
+        assert got_b[rank]["seconds"] < 20  # at once, not after the timeout
+
+
+@pytest.mark.parametrize("victims", ["all", "store_host"])
+def test_job_restarted_on_the_same_port_after_a_kill(victims):
+    # A job killed (every rank, or only rank 0 that hosts the store: its other rank is left to
+    # notice) and started again at once on the same port, as a supervisor restarting it would.
+    port = free_port()
+    a = _start_job("port_job_program.py", 2, port, (60, 0, "after"))
+    for rank in range(2):
+        _wait_for(os.path.join(a[1], f"joined{rank}"), 60)
+    for p in a[0] if victims == "all" else a[0][:1]:
+        os.killpg(p.pid, signal.SIGKILL)
+    b = _start_job("port_job_program.py", 2, port, (30, 0))
+    got_b, codes_b, logs_b = _collect(*b, 60, 2, allow_fail=True)
+    with open(os.path.join(a[1], "go"), "w"):  # a surviving rank of A goes on, and fails
+        pass
+    _collect(*a, 30, 2, allow_fail=True)
+    assert codes_b == [0, 0] and all(r is not None and r["error"] is None for r in got_b), logs_b
+    assert [r["sum"]["value"] for r in got_b] == [[3.0, 3.0]] * 2
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -57,6 +57,10 @@ _LARGE_BYTES = 1 << 20
 # A wait that lasts this long tells the store which collective this rank waits in, so that a
 # peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).
 _ANNOUNCE_AFTER = 0.1
+# How long an MPI error waits for the liveness watch to say whether a peer exited (the likely
+# cause; ``MPIEngine.explain_mpi_error``). The watch hears of an exit when the peer's socket
+# closes: within milliseconds where the machine is not overloaded.
+_MPI_ERROR_GRACE = 1.0
 _COMMS: dict = {}  # group ranks -> communicators made for them so far (every member in step)
 
 
@@ -129,18 +133,15 @@ class MPIEngine(Engine):
         world_broken = self.world.health.broken
         if world_broken is not None:
             return world_broken
-        me = self.global_ranks[self.rank]
-        hit = self.world.health.first_exit_among(r for r in self.global_ranks if r != me)
+        hit = self._peer_exit()
         if hit is not None and now - hit[1] > (EXIT_GRACE if hit[2] else KILLED_GRACE):
-            how = "left the process group" if hit[2] else "died (killed or crashed)"
-            return (f"{what} failed on rank {me}: rank {hit[0]} {how} while this rank waited for it; "
-                    "the process group is no longer usable")
+            return self._exit_problem(what, hit)
         seq = self.waiting_seq
         if now > deadline:
             absent = self._absent(seq)
             who = (f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} never joined this "
                    "operation" if absent else "a peer never joined this operation")
-            return (f"{what} timed out on rank {me} after {self.timeout_seconds:g}s: {who}; the process group is "
+            return (f"{what} timed out on rank {self._me} after {self.timeout_seconds:g}s: {who}; the process group is "
                     "no longer usable")
         if seq and self._announced != seq and now > deadline - self.timeout_seconds + _ANNOUNCE_AFTER:
             self._announced = seq
@@ -149,6 +150,35 @@ class MPIEngine(Engine):
             except Exception:  # noqa: BLE001 - only a better message at stake
                 pass
         return None
+
+    def _peer_exit(self):
+        """The first exit the liveness watch reported among this group's other ranks: (global
+        rank, when, clean), or None."""
+        me = self.global_ranks[self.rank]
+        return self.world.health.first_exit_among(r for r in self.global_ranks if r != me)
+
+    def _exit_problem(self, what: str, hit) -> str:
+        how = "left the process group" if hit[2] else "died (killed or crashed)"
+        return (f"{what} failed on rank {self.global_ranks[self.rank]}: rank {hit[0]} {how} while this rank waited "
+                "for it; the process group is no longer usable")
+
+    def explain_mpi_error(self, what: str, text: str) -> str:
+        """The error to raise for an MPI error ``text`` met while waiting for ``what``. MPICH may
+        notice a peer that was killed mid-operation before the liveness watch reports it, and fail
+        the request with only "Other MPI error" and its call stack (a broadcast from a rank killed
+        while sending, 4 ranks: 2 of 13 runs). Where the watch reports an exit among this group's
+        ranks within ``_MPI_ERROR_GRACE``, the error names that rank, as the wait's own check
+        would have a moment later, and the group is marked broken; otherwise ``text``."""
+        give_up = time.monotonic() + _MPI_ERROR_GRACE
+        while True:
+            hit = self._peer_exit()
+            if hit is not None:
+                problem = f"{self._exit_problem(what, hit)} (MPI: {text.splitlines()[0]})"
+                self.mark_broken(problem)
+                return problem
+            if time.monotonic() > give_up:
+                return text
+            time.sleep(0.01)
 
     def _absent(self, seq: int) -> list[int]:
         """The group's ranks (global) that have not said they wait in collective ``seq`` of this

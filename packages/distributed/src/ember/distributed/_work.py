@@ -153,6 +153,22 @@ _BUSY_SPIN_SECONDS = 1e-3
 # 67-236 us (MPICH 266-590 us: its yields give the core away mid-transfer): hence the spin
 # proportional to the size.
 _SMALL_SPIN_PER_BYTE = 50e-6 / 65536
+# Session 18: past that spin it naps rather than yields, from 10 us doubling up to
+# ``_SMALL_BUSY_NAP`` (the kernel's default timer slack makes each nap >= ~60 us). A yielding
+# thread stays runnable and takes its turns on the loaded cores while it waits; a sleeping one
+# leaves the core to the peer and, woken, gets a core sooner. Measured at 2 ranks, load 17-18 on
+# the 2 cores, the same processes, alternating blocks (``bench_distributed_wait.py --sizes 4K,64K
+# --variants mpich,ember,ember-nap20,ember-nap50,...``; medians of per-block ratios to MPICH's
+# blocking ``Allreduce``), with gloo's all_reduce in the processes (4 runs): 4 KB yielding
+# 0.94-1.30x, napping (cap 20/50/100/200 us) 0.17-0.32x (medians 0.39-0.71 ms against MPICH's
+# 1.8-3.2 ms and gloo's 1.7-1.8 ms); 64 KB yielding 1.04-1.19x, napping 0.21-0.29x (0.77-1.3 ms
+# against gloo's 1.6-2.1 ms); without gloo (1 run) 4 KB 1.11x against 0.19-0.22x, 64 KB 1.08x
+# against 0.21-0.22x. The caps differ by less than the runs do. In the blocks where the machine
+# was quiet for a moment the nap cost nothing measurable (4 KB 10th percentile 8.3 us, yielding
+# 11.6 us, MPICH 6.9 us). Not measured: a moderate load (4-10), where session 17 found a 1 ms
+# spin followed by naps of up to 200 us slow (2.1 ms median at load 6 against 56 us spinning);
+# this nap follows the size's spin instead. None: yield after every test (the wait before).
+_SMALL_BUSY_NAP = 50e-6
 _NEVER = float("inf")
 _BUSY_CHECK_EVERY = 0.5
 _BUSY_DELAY_SHARE = 0.1
@@ -258,7 +274,8 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     all peer latency: it never naps before the collective spin ends (a thread that slept waits for
     a core again when woken: 4 KB all_reduce measured 2.1 ms median at load 6 with the busy naps,
     56 us spinning); on a busy machine it spins only as long as such a transfer takes while both
-    ranks run (``_SMALL_SPIN_PER_BYTE``), then yields after every test (the comment there says why).
+    ranks run (``_SMALL_SPIN_PER_BYTE``), then naps briefly (``_SMALL_BUSY_NAP``: the comments there
+    say why).
     ``large``: a synchronous all_reduce of 1 MB or more (``MPIEngine.allreduce_now``): on a busy
     machine it waits as MPICH's blocking calls do, a ``sched_yield`` after every test, instead of
     napping after ``_BUSY_SPIN_SECONDS`` (the comment below ``_BUSY_SPIN_SECONDS`` says why)."""
@@ -306,10 +323,14 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                     if test():
                         return
         except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
-            raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
+            raise DistBackendError(_explained(group, what, _mpi_error(group.MPI, err, statuses, what))) from None
         now = time.monotonic()
         if now - start > yield_from:
-            spin_yield, yield_from = True, _NEVER
+            yield_from = _NEVER
+            if _SMALL_BUSY_NAP is None:
+                spin_yield = True
+            else:  # naps from 10 us doubling up to _SMALL_BUSY_NAP instead
+                spin_seconds, max_nap = 0.0, _SMALL_BUSY_NAP
         if now - last_check > _CHECK_EVERY:
             last_check = now
             problem = group.health_problem(now, deadline, what)
@@ -323,6 +344,13 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
             time.sleep(nap)
+
+
+def _explained(group, what: str, text: str) -> str:
+    """``text`` (an MPI error's message), or the exit of a peer that explains it (the engine's
+    ``explain_mpi_error``)."""
+    explain = getattr(group, "explain_mpi_error", None)
+    return text if explain is None else explain(what, text)
 
 
 def _mpi_error(MPI, err, statuses, what: str) -> str:
@@ -596,9 +624,9 @@ class CollectiveWork(Work):
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if job.error is not None:
-            if isinstance(job.error, DistBackendError):
-                raise job.error
-            raise DistBackendError(f"{self._what} failed in MPI: {job.error}")
+            if not isinstance(job.error, DistBackendError):
+                job.error = DistBackendError(_explained(group, self._what, f"{self._what} failed in MPI: {job.error}"))
+            raise job.error
 
     def is_completed(self) -> bool:
         job = self._job
@@ -621,5 +649,6 @@ class CollectiveWork(Work):
             elif isinstance(job.error, DistBackendError):
                 self._error = job.error
             else:
-                self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
+                self._error = DistBackendError(_explained(self._group, self._what,
+                                                          f"{self._what} failed in MPI: {job.error}"))
         return self._done or self._error is not None

@@ -174,6 +174,26 @@ def _cuda_probe(device_id):
     return ember.empty(0, device=device_id)
 
 
+def _claim(store: Store, key: str, value: str) -> str:
+    """Sets ``key`` to ``value`` unless it holds something already; what it holds now. A store
+    without ``compare_set`` (a user's own ``Store`` subclass) claims nothing: ``value``.
+
+    A TCP store client repeats only idempotent requests after its server went away (rank 0's
+    store replaced on the same port by a re-init, while this client still held the old one):
+    a failed claim reconnects through ``check`` and is made again, on the new server. (Made
+    twice on one server it still answers ``value``: the key holds it.)"""
+    for attempt in range(2):
+        try:
+            return store.compare_set(key, "", value).decode(errors="replace")
+        except NotImplementedError:
+            return value
+        except DistStoreError:
+            if attempt:
+                raise
+            store.check([key])
+    return value
+
+
 def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -> None:
     MPI = _mpi.mpi()
     generation = _world.generation
@@ -181,7 +201,25 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
     rdzv = PrefixStore(f"ember_init/{generation}", store)
     keys = [f"host/{r}" for r in range(world_size)]
     deadline = time.monotonic() + seconds
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    claim = f"{me}:{id(_world)}:{generation}"  # this process's join, distinct from any other's
     while True:
+        # This rank's place, claimed before it is announced: a process of another job whose
+        # MASTER_PORT a running job's store holds (its own rank 0 failed with EADDRINUSE) would
+        # otherwise join that job's rendezvous, reach its control server as a rank it already has,
+        # and on its own exit make that job's ranks fail as if their peer had died.
+        size = _claim(rdzv, "world_size", str(world_size))
+        if size != str(world_size):
+            raise DistStoreError(
+                f"the process group at this store has {size} ranks, this process was given world_size {world_size}: "
+                "another job is using the same address and port (MASTER_ADDR/MASTER_PORT), or the ranks were "
+                "given different world sizes")
+        held = _claim(rdzv, f"claim/{rank}", claim)
+        if held != claim:
+            raise DistStoreError(
+                f"rank {rank} already joined the process group at this store (process {held.rsplit(':', 2)[0]}; "
+                f"this is {me}): another job is using the same address and port (MASTER_ADDR/MASTER_PORT), "
+                "or two processes were given the same rank")
         # Re-announced every second: a store that restarted (same port, new job) still hears it.
         rdzv.set(f"host/{rank}", socket.gethostname())
         try:
