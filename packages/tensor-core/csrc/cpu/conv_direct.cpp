@@ -202,10 +202,78 @@ void forward_row_tiles(float* yi, const float* xp, const std::vector<int64_t>& o
   }
 }
 
+// forward_row_tiles for a "same" padding of KW = 2 PW + 1 columns (LeNet's padded 5x5, a 3x3
+// with padding 1), dilation 1 across: the multiply-adds that would read the zero border are left
+// out instead of computed. Taps whose image row is padding are skipped per output row (the rows
+// valid for output row r are a contiguous range of each channel's taps), and for the tap column b
+// only the pixels p whose column p + b lies in the image run (P, KW and PW are compile-time
+// constants, so each range is fixed and the accumulators stay in registers). For LeNet's 6->16
+// 5x5 on 14x14 with padding 2 that is 64 of 70 tap rows and 64 of 70 row pixels: 16% fewer
+// multiply-adds. The terms left out are 0 * w, so a sum differs from forward_row_tiles' at most in
+// the sign of a zero, except for an infinite or NaN weight: times a padded zero it gave NaN there,
+// while here (and in PyTorch) the border contributes nothing.
+template <int P, int KW, int PW>
+void forward_row_tiles_same(float* yi, const float* xp, const float* wt, int64_t copad, const float* bias,
+                            const DirectConv& c, const Padded& pd) {
+  static_assert(KW == 2 * PW + 1, "a 'same' padding");
+  const int64_t L = c.oh * c.ow;
+  const int64_t kh = c.kh;
+  alignas(64) float out[P * kLanes];
+  for (int64_t r = 0; r < c.oh; ++r) {
+    // Taps a with padded row r * sh + a * dh in [ph, ph + h).
+    const int64_t top = r * c.sh;
+    int64_t a0 = 0, a1 = kh;
+    while (a0 < kh && top + a0 * c.dh < c.ph) ++a0;
+    while (a1 > a0 && top + (a1 - 1) * c.dh >= c.ph + c.h) --a1;
+    VecF acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = VecF{};
+    for (int64_t ci = 0; ci < c.cx; ++ci) {
+      for (int64_t a = a0; a < a1; ++a) {
+        const float* s = xp + ci * pd.plane + (top + a * c.dh) * pd.wp;
+        const float* w = wt + ((ci * kh + a) * KW) * copad;
+#pragma GCC unroll 16
+        for (int b = 0; b < KW; ++b) {
+          VecF wv;
+          std::memcpy(&wv, w + b * copad, sizeof(VecF));
+          // Pixels whose column p + b is in the image: PW <= p + b < PW + w, w = P + KW - 1 - 2 PW.
+          const int lo = PW - b > 0 ? PW - b : 0;
+          const int hi = P + KW - 1 - PW - b < P ? P + KW - 1 - PW - b : P;
+#pragma GCC unroll 32
+          for (int p = lo; p < hi; ++p) acc[p] += splat(s + b + p) * wv;
+        }
+      }
+    }
+    std::memcpy(out, acc, sizeof(acc));
+    for (int64_t j = 0; j < c.cy; ++j) {
+      float* yrow = yi + j * L + r * P;
+      const float bj = bias ? bias[j] : 0.0f;
+      for (int p = 0; p < P; ++p) yrow[p] = out[p * kLanes + j] + bj;
+    }
+  }
+}
+
+template <int KW, int PW>
+bool forward_row_tiles_same_any(float* yi, const float* xp, const float* wt, int64_t copad, const float* bias,
+                                const DirectConv& c, const Padded& pd) {
+  switch (c.ow) {
+    case 8: forward_row_tiles_same<8, KW, PW>(yi, xp, wt, copad, bias, c, pd); return true;
+    case 10: forward_row_tiles_same<10, KW, PW>(yi, xp, wt, copad, bias, c, pd); return true;
+    case 12: forward_row_tiles_same<12, KW, PW>(yi, xp, wt, copad, bias, c, pd); return true;
+    case 14: forward_row_tiles_same<14, KW, PW>(yi, xp, wt, copad, bias, c, pd); return true;
+    case 16: forward_row_tiles_same<16, KW, PW>(yi, xp, wt, copad, bias, c, pd); return true;
+    default: return false;
+  }
+}
+
 // forward_row_tiles for this geometry; false where it does not apply.
 bool forward_row_tiles_any(float* yi, const float* xp, const std::vector<int64_t>& off, const float* wt,
                            int64_t copad, const float* bias, const DirectConv& c, const Padded& pd) {
   if (c.sw != 1 || c.cy <= 8 || c.cy > kLanes) return false;
+  // ow == w: a "same" padding at stride 1 across (ow = w + 2 pw - kw + 1).
+  if (c.dw == 1 && c.ow == c.w && (c.ph > 0 || c.pw > 0)) {
+    if (c.kw == 5 && c.pw == 2 && forward_row_tiles_same_any<5, 2>(yi, xp, wt, copad, bias, c, pd)) return true;
+    if (c.kw == 3 && c.pw == 1 && forward_row_tiles_same_any<3, 1>(yi, xp, wt, copad, bias, c, pd)) return true;
+  }
   switch (c.ow) {
     case 8: forward_row_tiles<8>(yi, xp, off, wt, copad, bias, c, pd); return true;
     case 10: forward_row_tiles<10>(yi, xp, off, wt, copad, bias, c, pd); return true;
