@@ -33,7 +33,8 @@ inline bool stream_output(int64_t bytes) { return bytes >= kStreamOutputBytes; }
 // apart. Measured on the Zen 4 machine (NOTES.md, sessions 17 and 18): the dim-0 softmax's output
 // pass 4.3 ms streamed vs 1.95 plain at 48 bytes (1.15-1.33 vs 1.37-1.57 at 1072); the (4096,
 // 1024) layer_norm 2.11 ms on a NumPy input vs 1.60 on an ember-allocated one, rms_norm 2.09 vs
-// 1.55 (before this check; with it, A/B in one process, rms_norm 1.10-1.44 -> 0.90-1.15 ms).
+// 1.55 (before this check; with it, A/B in one process, four runs at load 18-20: rms_norm 3-24%
+// faster, layer_norm 0-11%).
 constexpr uintptr_t kStoreShadow = 640;
 
 inline bool stream_clear_of(const void* out, const void* in) {
