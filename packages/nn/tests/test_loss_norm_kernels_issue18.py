@@ -193,6 +193,40 @@ def test_large_outputs_written_with_streaming_stores(shape):
         np.testing.assert_allclose(a, b2, rtol=2e-4, atol=5e-4)
 
 
+@pytest.mark.parametrize("offset", [0, 16, 48, 8], ids=str)
+def test_large_row_passes_on_numpy_inputs_at_any_offset(offset):
+    # An input from from_numpy shares NumPy's buffer, which may start at any 4-byte offset from a
+    # line; where the output lies less than 640 bytes after it modulo 4 KiB the row passes store
+    # plainly instead of streaming (stream_store.h stream_clear_of). Either way the same values:
+    # layer_norm (and its input gradient), rms_norm and softmax over dim 0 on the NumPy-backed
+    # input equal, bit for bit, those on an ember-allocated copy, and torch's.
+    rng = np.random.default_rng(22)
+    rows, n = 2048, 1024
+    base = np.zeros(rows * n + 32, np.float32)
+    start = ((offset - base.ctypes.data % 64) % 64) // 4
+    a = base[start:start + rows * n].reshape(rows, n)
+    a[...] = rng.standard_normal((rows, n)).astype(np.float32) * 2 + 0.5
+    assert a.ctypes.data % 64 == offset
+    g = rng.standard_normal((rows, n)).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+    def run(lib, F, x):
+        leaf = x.requires_grad_()
+        wt, bt = lib.tensor(w), lib.tensor(b)
+        outs = [F.layer_norm(leaf, (n,), wt, bt), F.rms_norm(leaf, (n,), wt), F.softmax(leaf, 0)]
+        (outs[0] * lib.tensor(g)).sum().backward()
+        return [o.detach().numpy().copy() for o in outs] + [leaf.grad.numpy().copy()]
+
+    shared = ember.from_numpy(a)
+    assert shared.data_ptr() == a.ctypes.data
+    got = run(ember, EF, shared)
+    fresh = run(ember, EF, ember.tensor(a.copy()))
+    want = run(torch, TF, torch.tensor(a.copy()))
+    for x, y, z in zip(got, fresh, want, strict=True):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(x, z, rtol=2e-4, atol=5e-4)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("c", [1003, 1024, 17], ids=str)
 def test_row_kernels_prefetching_the_next_row(c, dtype):

@@ -164,6 +164,52 @@ def test_direct_conv_strided_input_gradient_by_phases(xs, ws, stride, padding):
                 atol=2e-4)
 
 
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation", [
+    ((3, 6, 14, 14), (16, 6, 5, 5), (1, 1), (2, 2), (1, 1)),  # LeNet's padded 6->16: 14-pixel rows
+    ((2, 3, 8, 8), (9, 3, 5, 5), (1, 1), (2, 2), (1, 1)),  # 8-pixel rows, 9 channels
+    ((2, 4, 11, 10), (12, 4, 5, 5), (2, 1), (2, 2), (1, 1)),  # rows two image rows apart, odd height
+    ((2, 4, 12, 12), (16, 4, 5, 5), (1, 1), (0, 2), (1, 1)),  # border on the columns only
+    ((2, 4, 7, 16), (13, 4, 5, 5), (1, 1), (5, 2), (1, 1)),  # first / last rows all border: bias only
+    ((2, 4, 16, 16), (16, 4, 5, 5), (1, 1), (4, 2), (2, 1)),  # dilated rows
+    ((2, 5, 10, 10), (16, 5, 3, 3), (1, 1), (1, 1), (1, 1)),  # 3x3, padding 1
+    ((2, 5, 9, 12), (11, 5, 3, 3), (1, 1), (2, 1), (1, 1)),
+    ((2, 12, 10, 10), (16, 12, 5, 5), (1, 1), (2, 2), (1, 1)),  # the input gradient takes them too
+], ids=str)
+def test_direct_conv_same_padding_row_tiles(xs, ws, stride, padding, dilation):
+    # Row tiles for a "same" column padding (conv_direct.cpp forward_row_tiles_same) leave out the
+    # multiply-adds that would read the border: forward with a bias on a non-contiguous input, and
+    # the input, weight and bias gradients, against torch.
+    ex, tx = make_pair((xs[0], xs[1], xs[3], xs[2]), "float32", low=-1, high=1, seed=11)
+    ex, tx = ex.transpose(2, 3), tx.transpose(2, 3)
+    ew, tw = _weights(ws, "float32", 12)
+    eb, tb = make_pair((ws[0],), "float32", low=-1, high=1, seed=13)
+    ty = F.conv2d(tx, tw, tb, stride, padding, dilation)
+    assert_same(ember.nn.functional.conv2d(ex, ew, eb, stride, padding, dilation), ty, rtol=1e-4, atol=1e-4)
+    eg, tg = make_pair(tuple(ty.shape), "float32", low=-1, high=1, seed=14)
+    expected = torch.ops.aten.convolution_backward(tg, tx.contiguous(), tw, [ws[0]], stride, padding, dilation, False,
+                                                   [0, 0], 1, [True, True, True])
+    got = nn_conv.convolution_backward_op(eg, ex.contiguous(), ew, [ws[0]], stride, padding, dilation, False, [0, 0],
+                                          1, [True, True, True])
+    assert_same(got, expected, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("ws,padding", [((16, 6, 5, 5), 2), ((12, 3, 3, 3), 1)])
+def test_direct_conv_same_padding_nonfinite_like_torch(ws, padding):
+    # An infinite weight meets only image values: the border adds nothing (not 0 * inf = NaN), as
+    # in torch; a NaN or inf pixel reaches the outputs whose windows hold it.
+    ex, tx = make_pair((2, ws[1], 12, 12), "float32", low=0.5, high=1, seed=15)
+    ew, tw = _weights(ws, "float32", 16)
+    tw[3, 1, 0, 0] = float("inf")
+    tw[5, 0, -1, -1] = float("-inf")
+    tx[0, 0, 4, 7] = float("nan")
+    tx[1, 1, 0, 11] = float("inf")
+    ex, ew = from_torch(tx), from_torch(tw)
+    ty = F.conv2d(tx, tw, None, 1, padding)
+    got = ember.nn.functional.conv2d(ex, ew, None, 1, padding)
+    assert_same(got, ty, rtol=1e-4, atol=1e-4)
+    assert int(torch.isnan(ty).sum()) > 0 and int(torch.isinf(ty).sum()) > 0
+
+
 def test_convolution_meta():
     x = ember.empty((2, 3, 8, 8), device="meta")
     w = ember.empty((4, 3, 3, 3), device="meta")

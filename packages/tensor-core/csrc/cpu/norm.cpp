@@ -216,7 +216,7 @@ void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_ob
     const T* xp = reinterpret_cast<const T*>(x.data);
     T *op = reinterpret_cast<T*>(out), *mp = reinterpret_cast<T*>(mean), *rp = reinterpret_cast<T*>(rstd);
     const T *wp = reinterpret_cast<const T*>(w), *bp = reinterpret_cast<const T*>(b);
-    const bool stream = op && stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
+    const bool stream = op && stream_output(x.numel() * static_cast<int64_t>(sizeof(T))) && stream_clear_of(op, xp);
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;
@@ -270,7 +270,8 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
     constexpr int64_t kPad = 48;
     const int64_t stride = 2 * n + 2 * kPad;
     std::vector<T> partial(static_cast<size_t>(parts * stride));
-    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
+    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T))) &&
+                        stream_clear_of(dx, xp) && stream_clear_of(dx, gp);
     auto dx_rows = [&](int64_t r0, int64_t r1, T* __restrict__ sw, T* __restrict__ sb) {
       T* dxp = reinterpret_cast<T*>(dx);
       const T inv_n = T(1) / T(n);
@@ -385,7 +386,7 @@ void rms_norm_impl(py::handle out_obj, py::handle rstd_obj, py::handle x_obj, py
     using T = scalar_t;
     const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(w);
     T *op = reinterpret_cast<T*>(out), *rp = reinterpret_cast<T*>(rstd);
-    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
+    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T))) && stream_clear_of(op, xp);
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;

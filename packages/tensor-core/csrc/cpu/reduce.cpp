@@ -548,17 +548,13 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
   // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
   // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
   for (int64_t j = 0; j < bl; ++j) s[j] = log ? std::log(s[j]) : T(1) / s[j];
-  // Plain stores where o sits less than kStoreShadow bytes after x modulo 4 KiB: each load of x
-  // then follows, by a few vectors, a store to o at nearly the same 4 KiB offset and waits for
-  // it (4K aliasing), which a streaming store makes long. The distance is the same for every row
-  // (x and o advance together). Typical case: x from NumPy (from_numpy: 16 bytes past a 64-byte
-  // boundary), o at 64. Measured on the Zen 4 machine (session 17, NOTES.md), the output pass of
-  // a (4096, 1024) float32 softmax over dim 0 with x at offset 16: o 48 bytes after x 4.3 ms
-  // streamed, 1.95 with plain stores; o 1072 bytes after, 1.15-1.33 streamed, 1.37-1.57 plain.
-  // (Walking the row downward instead was slower at every distance: 2.6-2.8 ms.)
-  constexpr uintptr_t kStoreShadow = 640;
-  const uintptr_t gap = (reinterpret_cast<uintptr_t>(o + j0) - reinterpret_cast<uintptr_t>(x + j0)) & 4095;
-  if (gap != 0 && gap < kStoreShadow) stream = false;
+  // Plain stores where o sits less than kStoreShadow bytes after x modulo 4 KiB (stream_clear_of,
+  // common/stream_store.h): the distance is the same for every row (x and o advance together).
+  // Measured on the Zen 4 machine (session 17, NOTES.md), the output pass of a (4096, 1024) float32
+  // softmax over dim 0 with x at offset 16: o 48 bytes after x 4.3 ms streamed, 1.95 with plain
+  // stores; o 1072 bytes after, 1.15-1.33 streamed, 1.37-1.57 plain. (Walking the row downward
+  // instead was slower at every distance: 2.6-2.8 ms.)
+  if (!stream_clear_of(o + j0, x + j0)) stream = false;
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
     T* q = o + k * inner + j0;

@@ -101,7 +101,8 @@ void rows_last(T* o, const T* g, const T* y, int64_t outer, int64_t n, bool log)
 
 template <typename T>
 void rows_inner(T* o, const T* g, const T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
-  const bool stream = stream_output(outer * n * inner * static_cast<int64_t>(sizeof(T)));
+  const bool stream = stream_output(outer * n * inner * static_cast<int64_t>(sizeof(T))) && stream_clear_of(o, g) &&
+                      stream_clear_of(o, y);
   // One task per (outer index, column block); column sums in a block-sized buffer.
   const int64_t width = std::min<int64_t>(inner, 1024);
   const int64_t nblk = (inner + width - 1) / width;
