@@ -342,4 +342,5 @@ def test_torch_submodule_import_paths_exist():
             assert hasattr(theirs, n) and getattr(ours, n) is getattr(ember.export, n, getattr(ours, n)), (name, n)
     assert callable(ember.export.unflatten) and callable(torch.export.unflatten)
     errors = importlib.import_module("ember.onnx.errors")
-    assert issubclass(errors.OnnxExporterError, RuntimeError) and errors.OnnxExporterError is ember.onnx.OnnxExporterError
+    assert issubclass(errors.OnnxExporterError, RuntimeError)
+    assert errors.OnnxExporterError is ember.onnx.OnnxExporterError
