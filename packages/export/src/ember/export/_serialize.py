@@ -303,6 +303,16 @@ def _check_consistent(ep: ExportedProgram) -> None:
         if spec.target not in where:
             raise SerializationError(f"the signature names {spec.kind.name} {spec.target!r}, which the file does not "
                                      "hold")
+    sig = ep.graph_signature
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    outputs = [n for n in ep.graph.nodes if n.op == "output"]
+    if len(placeholders) != len(sig.input_specs) or len(outputs) != 1:
+        raise SerializationError(f"the graph has {len(placeholders)} inputs and {len(outputs)} output nodes; its "
+                                 f"signature names {len(sig.input_specs)} inputs and one output node")
+    results = outputs[0].args[0] if outputs[0].args else None
+    if len(results if isinstance(results, (list, tuple)) else [results]) != len(sig.output_specs):
+        raise SerializationError(f"the graph's output node does not return the {len(sig.output_specs)} values its "
+                                 "signature names")
     if not ep.module_call_graph or ep.module_call_graph[0].fqn != "" or ep.module_call_graph[0].signature is None:
         raise SerializationError("the module call graph has no root entry (fqn '') with a signature")
     for node in ep.graph.nodes:
