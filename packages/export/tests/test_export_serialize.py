@@ -354,3 +354,7 @@ def test_pytorch_archives_are_refused_with_a_clear_error(tmp_path):
     (tmp_path / "t.onnx").write_bytes(b"\x08\x07\x12\x07pytorch")  # an ONNX protobuf's first bytes
     with pytest.raises(SerializationError, match="not a zip"):
         load(tmp_path / "t.onnx")
+    # not a zip at all: also the zipfile.BadZipFile torch.export.load raises there
+    for lib_load in (load, torch.export.load):
+        with pytest.raises(zipfile.BadZipFile):
+            lib_load(io.BytesIO(b"not a zip archive at all"))

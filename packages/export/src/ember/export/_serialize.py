@@ -211,6 +211,11 @@ def _write_zip(f, members: dict) -> None:
         f.write(data)
 
 
+class _NotAZip(SerializationError, zipfile.BadZipFile):
+    """A file that is no zip archive at all (truncated, garbage): also a ``zipfile.BadZipFile``,
+    the type PyTorch 2.13's ``torch.export.load`` raises there."""
+
+
 def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | None = None) -> ExportedProgram:
     """Reads a program written by :func:`save`; nothing in the file is executed.
 
@@ -222,7 +227,7 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
     except (zipfile.BadZipFile, EOFError, ValueError, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
-        raise SerializationError(f"{f!r} is not an ember exported program (not a zip archive)") from exc
+        raise _NotAZip(f"{f!r} is not an ember exported program (not a zip archive)") from exc
     try:
         return _load(z, extra_files)
     except SerializationError:

@@ -13,6 +13,7 @@ line). A traced module runs the exported graph itself.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 
 import ember
@@ -27,7 +28,7 @@ def _type_name(t) -> str:
     if t is ember.Tensor:
         return "Tensor"
     origin, args = typing.get_origin(t), typing.get_args(t)
-    if origin is typing.Union and len(args) == 2 and type(None) in args:  # Optional[float], as TorchScript
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:  # Optional[float]
         return f"Optional[{_type_name(next(a for a in args if a is not type(None)))}]"
     if origin is not None and args:
         name = {list: "List", tuple: "Tuple", dict: "Dict"}.get(origin, getattr(origin, "_name", None) or str(origin))
@@ -45,10 +46,14 @@ def _resolve(annotation, fn):
     names = {n: getattr(typing, n) for n in ("Any", "Dict", "Final", "List", "Optional", "Tuple", "Union")}
     names.update(Tensor=ember.Tensor, torch=ember, ember=ember)
     names.update(getattr(inspect.unwrap(fn), "__globals__", {}))
-    try:
-        return eval(annotation, names)  # noqa: S307 - an annotation the program's own source wrote
-    except Exception:
-        return inspect.Parameter.empty
+    for _ in range(2):  # a quoted annotation under ``from __future__ import annotations`` is quoted twice
+        try:
+            annotation = eval(annotation, names)  # noqa: S307 - an annotation the program's own source wrote
+        except Exception:
+            return inspect.Parameter.empty
+        if not isinstance(annotation, str):
+            return annotation
+    return inspect.Parameter.empty
 
 
 def check_value(value, annotation) -> bool:
@@ -61,7 +66,7 @@ def check_value(value, annotation) -> bool:
         ok = isinstance(value, _SIMPLE[annotation])
         return ok and not (annotation is not bool and isinstance(value, bool))
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):  # Optional[float], float | None
         return any(check_value(value, a) for a in args)
     if origin in (list, typing.List):  # noqa: UP006 - both spellings appear in annotations
         return isinstance(value, list) and all(check_value(v, args[0]) for v in value) if args else True
