@@ -74,6 +74,7 @@ PROGRAMS = [
     "ppo_sac_beam_search.py",
     "module_repr_serialization.py",
     "bert_mlm.py",
+    "export_deploy.py",
 ]
 HOSTILE = "hostile_inputs.py"
 

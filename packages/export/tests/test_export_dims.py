@@ -460,3 +460,46 @@ def test_derived_dims_ranges_and_their_order_like_torch():
                                                   dynamic_shapes=({0: n + 1}, {0: n}))))
         found.append(got)
     assert found[0] == found[1]
+
+
+def _outcome(fn, *args):
+    try:
+        return [tuple(t.shape) for t in fn(*args)]
+    except Exception as exc:
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("sizes", [(12, 13), (11, 12), (100, 101), (101, 102), (11, 13), (5, 5)])
+def test_module_of_a_multiple_dim_accepts_what_torch_accepts(sizes):
+    """ep.module() binds a root seen only through derived dims (``2*_n``, ``2*_n + 1``) to its
+    solution, integer or not, as PyTorch 2.13's guards do (an odd size of a ``2*_n`` dim passes),
+    checks the derived dims' ranges and their relation; the graph reads each derived size from its
+    own input, so the values equal torch's (``y[1:]`` of a 12 is 11 long, not ``2*(11 // 2)``)."""
+    outs = {}
+    for lib in (torch, ember):
+        class M(lib.nn.Module):
+            def forward(self, x, y):
+                return x[: x.shape[0] // 2] * 2, y[1:] + 1
+
+        n = 2 * lib.export.Dim("_n", max=50)
+        ep = lib.export.export(M(), (lib.randn(10, 3), lib.randn(11)), dynamic_shapes=({0: n}, {0: n + 1}))
+        x, y = lib.randn(sizes[0], 3), lib.randn(sizes[1])
+        outs[lib.__name__] = _outcome(ep.module(), x, y)
+    assert outs["ember"] == outs["torch"], outs
+    with pytest.raises(AssertionError, match=re.escape("Guard failed: x.size()[0] <= 100")):
+        ep.module()(ember.randn(102, 3), ember.randn(103))
+
+
+def test_module_checks_the_exported_dims_of_a_tensor_of_another_rank_like_torch():
+    for shape in [(5,), (), (5, 3, 2), (5, 3, 1)]:
+        outs = {}
+        for lib in (torch, ember):
+            class M(lib.nn.Module):
+                def forward(self, x):
+                    return (x.sum(-1),)
+
+            ep = lib.export.export(M(), (lib.randn(4, 3),), dynamic_shapes=({0: lib.export.Dim("b")},))
+            x = lib.randn(shape)
+            outs[lib.__name__] = _outcome(ep.module(), x)
+        # fewer dims: IndexError (torch's guard reads x.size()[1]); more: the graph runs
+        assert outs["ember"] == outs["torch"], (shape, outs)

@@ -234,3 +234,127 @@ def test_one_tensor_given_twice_as_example_inputs_round_trips_like_torch():
         assert a is b
         results.append((a.tolist(), loaded.module()(x, x).tolist()))
     assert results[0] == results[1]
+
+
+# ------------------------------------------------------------------ hostile files (session 18)
+
+
+class _Evil:
+    """A pickle that, if ever unpickled, runs a shell command creating ``_Evil.marker``."""
+
+    marker = None
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _derived_program_bytes() -> bytes:
+    class M(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = ember.nn.Linear(3, 3)
+            self.register_buffer("b", ember.ones(3))
+
+        def forward(self, x, y):
+            return self.fc(ember.cat([x, y[1:]], 0)) + self.b
+
+    b = Dim("b", max=30)
+    ep = export(M(), (ember.randn(4, 3), ember.randn(5, 3)), dynamic_shapes=({0: b}, {0: b + 1}))
+    return _roundtrip(ep)[1]
+
+
+def _zip(members: dict) -> io.BytesIO:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    out.seek(0)
+    return out
+
+
+def test_truncated_and_corrupted_files_raise_serialization_error():
+    import random
+
+    data = _derived_program_bytes()
+    assert load(io.BytesIO(data)) is not None
+    for cut in list(range(0, len(data), max(1, len(data) // 40))) + [len(data) - 1]:
+        with pytest.raises(SerializationError):
+            load(io.BytesIO(data[:cut]))
+    rng = random.Random(0)
+    outcomes = set()
+    for _ in range(60):  # random bytes changed: a CRC, a header or the JSON/safetensors break
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            d[rng.randrange(len(d))] = rng.randrange(256)
+        try:
+            load(io.BytesIO(bytes(d)))
+            outcomes.add("loaded")  # a byte the reader never checks (zip comment, padding)
+        except SerializationError:
+            outcomes.add("SerializationError")
+    assert "SerializationError" in outcomes and outcomes <= {"SerializationError", "loaded"}
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda p: p.__setitem__("range_constraints", {"9**9**9**9": {"min": 0, "max": 1}}), "unsupported power"),
+    (lambda p: p.__setitem__("range_constraints", {"10**100000000": {"min": 0, "max": 1}}), "unsupported power"),
+    (lambda p: p.__setitem__("symbols", ["s0" + "+s0" * 5000]), "at most 4096"),
+    (lambda p: p.__setitem__("runtime_guards", [["Equality", "(" * 300 + "s0" + ")" * 300, "1"]]), "does not parse"),
+    (lambda p: p["state_dict_keys"].remove("fc.weight"), "PARAMETER 'fc.weight'"),
+    (lambda p: p.__setitem__("module_call_graph", []), "no root entry"),
+    (lambda p: p.__setitem__("signature", 7), "damaged"),
+    (lambda p: p["graph"]["nodes"].pop(3), "damaged"),
+])
+def test_edited_program_json_raises_serialization_error_quickly(edit, match):
+    """A well-formed zip whose program.json was edited: each a SerializationError naming the
+    cause, none hangs (9**9**9**9 is refused, not computed) or leaks a KeyError/RecursionError."""
+    with pytest.raises(SerializationError, match=match):
+        load(_rewrite(_derived_program_bytes(), edit))
+
+
+def test_pickle_payloads_are_never_unpickled(tmp_path):
+    import pickle
+
+    _Evil.marker = str(tmp_path / "pwned")
+    payload = pickle.dumps(_Evil())
+    with zipfile.ZipFile(io.BytesIO(_derived_program_bytes())) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    cases = [
+        {"ember_export/version": b"1.0", "ember_export/program.json": payload},
+        {**members, "ember_export/weights.safetensors": payload},
+        {"archive/data.pkl": payload, "archive/version": b"3"},
+    ]
+    for case in cases:
+        with pytest.raises(SerializationError):
+            load(_zip(case))
+        with pytest.raises(SerializationError):
+            ember.jit.load(_zip(case))
+    with pytest.raises(SerializationError, match="not a zip"):
+        load(io.BytesIO(payload))
+    with pytest.raises(SerializationError, match="never unpickles"):
+        load(_zip({"archive/data.pkl": payload}))
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_pytorch_archives_are_refused_with_a_clear_error(tmp_path):
+    import warnings
+
+    import torch
+
+    m = torch.nn.Linear(2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.export.save(torch.export.export(m, (torch.randn(1, 2),)), tmp_path / "t.pt2")
+        torch.jit.save(torch.jit.script(m), tmp_path / "t.jit")
+    with pytest.raises(SerializationError, match="PyTorch .pt2 archive"):
+        load(tmp_path / "t.pt2")
+    with pytest.raises(SerializationError, match="never unpickles"):
+        ember.jit.load(tmp_path / "t.jit")
+    (tmp_path / "t.onnx").write_bytes(b"\x08\x07\x12\x07pytorch")  # an ONNX protobuf's first bytes
+    with pytest.raises(SerializationError, match="not a zip"):
+        load(tmp_path / "t.onnx")
+    # not a zip at all: also the zipfile.BadZipFile torch.export.load raises there
+    for lib_load in (load, torch.export.load):
+        with pytest.raises(zipfile.BadZipFile):
+            lib_load(io.BytesIO(b"not a zip archive at all"))

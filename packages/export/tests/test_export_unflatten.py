@@ -325,3 +325,22 @@ def test_unflattened_module_checks_inputs_with_torchs_texts():
                 got.append(re.sub(r"s\d+", "s", str(exc)).replace("torch.Size", "ember.Size"))
         found.append(got)
     assert found[0] == found[1]
+
+
+def test_torch_submodule_import_paths_exist():
+    """``from torch.export.graph_signature import InputKind`` and the like, as programs write them;
+    ``ember.export.unflatten`` stays the function (as ``torch.export.unflatten``)."""
+    import importlib
+
+    for name, names in [("export.dynamic_shapes", ["Dim", "dims", "AdditionalInputs"]),
+                        ("export.graph_signature", ["InputKind", "OutputKind", "InputSpec", "TensorArgument",
+                                                    "ExportGraphSignature"]),
+                        ("export.exported_program", ["ExportedProgram", "ModuleCallSignature"]),
+                        ("export.unflatten", ["UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"])]:
+        ours, theirs = importlib.import_module("ember." + name), importlib.import_module("torch." + name)
+        for n in names:
+            assert hasattr(theirs, n) and getattr(ours, n) is getattr(ember.export, n, getattr(ours, n)), (name, n)
+    assert callable(ember.export.unflatten) and callable(torch.export.unflatten)
+    errors = importlib.import_module("ember.onnx.errors")
+    assert issubclass(errors.OnnxExporterError, RuntimeError)
+    assert errors.OnnxExporterError is ember.onnx.OnnxExporterError

@@ -381,3 +381,19 @@ def test_trace_of_an_example_that_fails_raises_eagers_error():
             lib.jit.trace(lib.nn.Linear(4, 4), (lib.randn(3, 5),))
         msgs.append(str(err.value))
     assert msgs[1] == msgs[0]
+
+
+
+def test_script_resolves_string_and_pep604_optional_annotations():
+    """``bias: Optional[float]`` as a string (``from __future__ import annotations``) in a module
+    with no ``typing`` import (TorchScript resolves its own names), and ``float | None``: a float
+    passes, a str is refused naming ``Optional[float]``."""
+    from ember.jit._script_module import check_call
+
+    namespace = {}
+    exec("def f(x, bias: 'Optional[float]' = None, b: 'float | None' = None):\n"  # noqa: S102
+         "    return x if bias is None else x + bias\n", namespace)
+    check_call(namespace["f"], (ember.ones(2), 0.5), {"b": 1.5}, "f")
+    for kwargs in ({"bias": "x"}, {"b": "x"}):
+        with pytest.raises(RuntimeError, match=r"Expected a value of type 'Optional\[float\]'"):
+            check_call(namespace["f"], (ember.ones(2),), kwargs, "f")

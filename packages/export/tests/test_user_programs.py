@@ -15,7 +15,8 @@ import ember
 # torch.compile/export of these take many seconds on the shared 2-core machine
 SLOW = {"hf_export_kwargs_dynamic", "compile_modes", "compile_inference_mode", "compile_exported_module",
         "compile_training_step", "onnx_dynamo_ort", "export_batchnorm_train_buffers", "export_cond",
-        "onnx_hf_dynamic_seq", "compile_sdpa", "onnx_dynamo_cond_and_dims", "export_map", "onnx_dynamo_cond_ort"}
+        "onnx_hf_dynamic_seq", "compile_sdpa", "onnx_dynamo_cond_and_dims", "export_map", "onnx_dynamo_cond_ort",
+        "export_rotary_causal_attention_dynamic", "onnx_dynamo_dynamic_axes_two_sizes", "export_map_over_batch"}
 
 
 def _params():
@@ -26,7 +27,8 @@ def _params():
 
 @pytest.mark.parametrize("program", list(_params()))
 def test_program_agrees_with_torch(program):
-    if program in (up.onnx_dynamo_ort, up.onnx_hf_dynamic_seq, up.onnx_dynamo_cond_and_dims, up.onnx_dynamo_cond_ort):
+    if program in (up.onnx_dynamo_ort, up.onnx_hf_dynamic_seq, up.onnx_dynamo_cond_and_dims, up.onnx_dynamo_cond_ort,
+                   up.onnx_dynamo_dynamic_axes_two_sizes):
         pytest.importorskip("onnxscript")  # torch.onnx.export(dynamo=True) needs it
         pytest.importorskip("onnxruntime")
     with contextlib.redirect_stderr(io.StringIO()):

@@ -995,6 +995,387 @@ def unflatten_wrong_batch_after_swap(lib):
     return {"out": out, "error": error}
 
 
+# ---- session 18 sweep
+
+H16 = RNG.standard_normal((2, 7, 16)).astype(np.float32)
+H16B = RNG.standard_normal((3, 11, 16)).astype(np.float32)
+
+
+def _rotary(lib):
+    nn = lib.nn
+
+    class Rotary(nn.Module):
+        def __init__(self, dim=8, base=10000.0, max_pos=64):
+            super().__init__()
+            inv = 1.0 / (base ** (lib.arange(0, dim, 2).float() / dim))
+            self.register_buffer("inv_freq", inv, persistent=False)
+
+        def forward(self, x, position_ids):
+            freqs = position_ids[:, :, None].float() * self.inv_freq[None, None, :]
+            emb = lib.cat((freqs, freqs), dim=-1)
+            return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return lib.cat((-x2, x1), dim=-1)
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Linear(16, 16)
+            self.k = nn.Linear(16, 16)
+            self.v = nn.Linear(16, 16)
+            self.o = nn.Linear(16, 16)
+            self.rot = Rotary()
+
+        def forward(self, h, attention_mask):
+            b, t, _ = h.shape
+            q = self.q(h).view(b, t, 2, 8).transpose(1, 2)
+            k = self.k(h).view(b, t, 2, 8).transpose(1, 2)
+            v = self.v(h).view(b, t, 2, 8).transpose(1, 2)
+            pos = lib.arange(t, device=h.device).unsqueeze(0).expand(b, -1)
+            cos, sin = self.rot(v, pos)
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            causal = lib.triu(lib.ones(t, t, dtype=lib.bool, device=h.device), diagonal=1)
+            pad = attention_mask[:, None, None, :] == 0
+            mask = causal[None, None] | pad
+            scores = (q @ k.transpose(-1, -2)) / (8 ** 0.5)
+            scores = lib.where(mask, lib.full_like(scores, float("-inf")), scores)
+            p = scores.softmax(-1)
+            p = lib.where(lib.isnan(p), lib.zeros_like(p), p)
+            out = (p @ v).transpose(1, 2).reshape(b, t, 16)
+            return self.o(out)
+
+    return Attn()
+
+
+def export_rotary_causal_attention_dynamic(lib):
+    """HF-style attention: rotary embeddings from arange, a causal mask from triu OR a padding
+    mask, torch.where on the bool mask; dynamic batch and seq; ep.module() at another size."""
+    model = _seeded(lib, _rotary).eval()
+    b, s = lib.export.Dim("b", max=8), lib.export.Dim("s", min=2, max=32)
+    mask = lib.ones(2, 7, dtype=lib.int64)
+    ep = lib.export.export(model, (lib.tensor(H16), mask), dynamic_shapes=({0: b, 1: s}, {0: b, 1: s}))
+    mask2 = lib.ones(3, 11, dtype=lib.int64)
+    mask2[1, 8:] = 0
+    out = ep.module()(lib.tensor(H16B), mask2)
+    with lib.no_grad():
+        ref = model(lib.tensor(H16B), mask2)
+    return {"out": np.round(_np(out), 4), "eager_close": bool(np.allclose(_np(out), _np(ref), atol=1e-5)),
+            "ranges": sorted(map(str, ep.range_constraints.values())),
+            "user_inputs": list(ep.graph_signature.user_inputs)}
+
+
+def _kv_cache(lib):
+    nn = lib.nn
+
+    class CachedAttn(nn.Module):
+        """A KV cache held as buffers, written at positions [pos, pos + t) in forward."""
+
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+            self.register_buffer("k_cache", lib.zeros(1, 16, 8))
+            self.register_buffer("v_cache", lib.zeros(1, 16, 8))
+
+        def forward(self, x, pos):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            t = x.shape[1]
+            idx = pos + lib.arange(t)
+            self.k_cache.index_copy_(1, idx, k)
+            self.v_cache.index_copy_(1, idx, v)
+            keys, vals = self.k_cache, self.v_cache
+            valid = lib.arange(16)[None, :] <= idx[:, None]
+            scores = (q @ keys.transpose(1, 2)).masked_fill(~valid, float("-inf"))
+            return scores.softmax(-1) @ vals
+
+    return CachedAttn()
+
+
+def export_kv_cache_buffer_mutation(lib):
+    """A KV cache buffer mutated in forward (index_copy_ at a tensor position): ep.module() run
+    twice (prefill, then one step) updates the module's buffers like eager."""
+    model = _seeded(lib, _kv_cache).eval()
+    x = lib.tensor(RNG_KV[:, :4])
+    ep = lib.export.export(model, (x, lib.tensor(0)))
+    mod = ep.module()
+    eager = _seeded(lib, _kv_cache).eval()
+    outs = []
+    for xs, p in ((RNG_KV[:, :4], 0), (RNG_KV[:, 4:8], 4)):
+        got = mod(lib.tensor(xs), lib.tensor(p))
+        with lib.no_grad():
+            want = eager(lib.tensor(xs), lib.tensor(p))
+        outs.append((np.round(_np(got), 4), bool(np.allclose(_np(got), _np(want), atol=1e-5))))
+    sig = ep.graph_signature
+    return {"outs": outs, "k_cache": np.round(_np(mod.k_cache), 4),
+            "buffers": list(sig.buffers), "n_mutated": len(sig.buffers_to_mutate)}
+
+
+RNG_KV = np.random.default_rng(5).standard_normal((1, 8, 8)).astype(np.float32)
+
+
+def export_dims_min_max_derived_several_inputs(lib):
+    """Dim with min/max and derived dims over three inputs (b, b + 1, 2*b): ranges, a valid
+    call at another size and the errors for a size off the relation / out of range."""
+    class M(lib.nn.Module):
+        def forward(self, x, y, z):
+            return x.sum(1)[1:] + y[2:, 0] + z[::2][1:, 0]
+
+    b = lib.export.Dim("b", min=3, max=20)
+    x, y, z = lib.randn(5, 4), lib.randn(6, 2), lib.randn(10, 3)
+    ep = lib.export.export(M(), (x, y, z), dynamic_shapes=({0: b}, {0: b + 1}, {0: 2 * b}))
+    mod = ep.module()
+    errors = {}
+    for name, shapes in {"ok": ((7, 4), (8, 2), (14, 3)), "rel": ((7, 4), (9, 2), (14, 3)),
+                         "hi": ((21, 4), (22, 2), (42, 3)), "lo": ((2, 4), (3, 2), (4, 3))}.items():
+        try:
+            out = mod(*(lib.ones(*s) for s in shapes))
+            errors[name] = ("ok", tuple(out.shape), float(out.sum()))
+        except Exception as exc:
+            errors[name] = type(exc).__name__
+    return {"ranges": sorted(map(str, ep.range_constraints.values())), "calls": errors}
+
+
+def export_strict_true_and_false(lib):
+    """strict=True and strict=False give the same program: outputs, signature, ranges."""
+    model = _seeded(lib, _mlp).eval()
+    res = {}
+    for strict in (True, False):
+        ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b")},), strict=strict)
+        res[str(strict)] = {"out": np.round(_np(ep.module()(lib.tensor(X6))), 4),
+                            "params": list(ep.graph_signature.parameters),
+                            "user_inputs": list(ep.graph_signature.user_inputs),
+                            "ranges": sorted(map(str, ep.range_constraints.values()))}
+    return res
+
+
+def export_run_decompositions_empty_table(lib):
+    """run_decompositions({}) keeps the program's values, signature and ranges; the original
+    program is unchanged."""
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 8)
+            self.ln = lib.nn.LayerNorm(8)
+
+        def forward(self, x):
+            return lib.nn.functional.silu(self.ln(self.fc(x))).softmax(-1)
+
+    model = _seeded(lib, lambda L: M()).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim.AUTO},))
+    n_before = len(list(ep.graph.nodes))
+    dec = ep.run_decompositions({})
+    return {"out": np.round(_np(dec.module()(lib.tensor(X6))), 4),
+            "orig_unchanged": len(list(ep.graph.nodes)) == n_before,
+            "kinds": [s.kind.name for s in dec.graph_signature.input_specs],
+            "user_outputs": len(dec.graph_signature.user_outputs),
+            "ranges": sorted(map(str, dec.range_constraints.values())),
+            "is_new": dec is not ep}
+
+
+def export_cond_with_params_dynamic_batch(lib):
+    """torch.cond whose branches use the module's parameters, on a dynamic batch; the branch
+    taken follows the data at each call."""
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = lib.nn.Linear(8, 4)
+            self.b = lib.nn.Linear(8, 4)
+
+        def forward(self, x):
+            def yes(x):
+                return self.a(x).relu()
+
+            def no(x):
+                return self.b(x).tanh()
+
+            return lib.cond(x.mean() > 0, yes, no, (x,))
+
+    model = _seeded(lib, lambda L: M()).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b", max=32)},))
+    outs = [np.round(_np(ep.module()(lib.tensor(v))), 4) for v in (np.abs(X6), -np.abs(X6))]
+    return {"outs": outs, "params": sorted(ep.graph_signature.parameters)}
+
+
+def export_save_load_derived_dims_extra_files(lib):
+    """save/load round trip of a program with derived dims, with extra files: the loaded
+    program keeps ranges, signature and checks, and runs at a new size."""
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return lib.cat([x, y[1:]], 0).cumsum(0)
+
+    b = lib.export.Dim("b", max=30)
+    ep = lib.export.export(M(), (lib.randn(4, 3), lib.randn(5, 3)), dynamic_shapes=({0: b}, {0: b + 1}))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "p.pt2")
+        lib.export.save(ep, path, extra_files={"cfg.txt": "b<=30"})
+        extra = {"cfg.txt": ""}
+        loaded = lib.export.load(path, extra_files=extra)
+    x, y = lib.tensor(X6[:, :3]), lib.tensor(RNG7)
+    try:
+        loaded.module()(lib.ones(6, 3), lib.ones(6, 3))
+        bad = "no error"
+    except Exception as exc:
+        bad = type(exc).__name__
+    text = extra["cfg.txt"] if isinstance(extra["cfg.txt"], str) else extra["cfg.txt"].decode()
+    return {"out": np.round(_np(loaded.module()(x, y)), 4), "extra": text,
+            "ranges": sorted(map(str, loaded.range_constraints.values())),
+            "user_inputs": list(loaded.graph_signature.user_inputs), "bad": bad}
+
+
+RNG7 = np.random.default_rng(7).standard_normal((7, 3)).astype(np.float32)
+
+
+def onnx_dynamo_dynamic_axes_two_sizes(lib):
+    """torch.onnx.export(dynamo=True) with the older dynamic_axes= argument; ONNX Runtime runs
+    the file at two batch/seq sizes and matches eager."""
+    import onnxruntime as ort
+
+    model = _seeded(lib, _rotary).eval()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        lib.onnx.export(model, (lib.tensor(H16), lib.ones(2, 7, dtype=lib.int64)), path, dynamo=True,
+                        input_names=["h", "mask"], output_names=["out"],
+                        dynamic_axes={"h": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}})
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        res = []
+        for h in (H16, H16B):
+            m = np.ones(h.shape[:2], dtype=np.int64)
+            m[0, -2:] = 0
+            got = sess.run(None, {"h": h, "mask": m})[0]
+            with lib.no_grad():
+                want = _np(model(lib.tensor(h), lib.tensor(m)))
+            res.append((got.shape, bool(np.allclose(got, want, atol=1e-4))))
+    return {"names": names, "runs": res}
+
+
+def jit_trace_and_script_functions(lib):
+    """jit.trace of a function of two tensors (a tuple out) and jit.script of one with a loop,
+    a list and an Optional argument; both rerun at other sizes."""
+    def f(x, y):
+        return x * y + 1, (x - y).abs().sum()
+
+    traced = lib.jit.trace(f, (lib.tensor(X4), lib.tensor(X4 * 2)))
+    a, s = traced(lib.tensor(X6), lib.tensor(X6))
+
+    @lib.jit.script
+    def g(x, n: int, bias: Optional[float] = None):  # noqa: F821 - TorchScript resolves Optional
+        outs = []
+        for i in range(n):
+            outs.append(x * i)
+        y = lib.stack(outs).sum(0)
+        if bias is not None:
+            y = y + bias
+        return y
+
+    return {"trace": (np.round(_np(a), 4), round(float(s), 4)), "script": np.round(_np(g(lib.tensor(X4), 3)), 4),
+            "script_bias": np.round(_np(g(lib.tensor(X4), 2, 0.5)), 4), "traced_type": type(traced).__name__}
+
+
+def unflatten_nested_call_submodule(lib):
+    """torch.export.unflatten of nested submodules: the unflattened tree keeps the names; a
+    submodule of it can be called alone; the whole matches ep.module()."""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.norm = nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.norm(x + self.fc(x).relu())
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            for blk in self.blocks:
+                x = blk(x)
+            return self.head(x)
+
+    model = _seeded(lib, lambda L: Net()).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),))
+    u = lib.export.unflatten(ep)
+    names = sorted((n, type(m).__name__) for n, m in u.named_modules() if n)
+    whole = _np(u(lib.tensor(X4)))
+    part = _np(getattr(u.blocks, "1")(lib.tensor(X4)))
+    with lib.no_grad():
+        ref = _np(model.blocks[1](lib.tensor(X4)))
+    return {"names": names, "whole": np.round(whole, 4), "same_as_module": bool(np.allclose(
+        whole, _np(ep.module()(lib.tensor(X4))), atol=1e-6)), "part_close": bool(np.allclose(part, ref, atol=1e-5))}
+
+
+def export_sdpa_causal_dynamic_seq(lib):
+    """F.scaled_dot_product_attention(is_causal=True) and an arange-built additive mask in one
+    exported model with a dynamic sequence length."""
+    class M(lib.nn.Module):
+        def forward(self, q, k, v):
+            t = q.shape[-2]
+            a = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            i = lib.arange(t)
+            bias = (i[None, :] - i[:, None]).abs().float() * -0.1
+            b2 = lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            return a + b2
+
+    s = lib.export.Dim("s", max=64)
+    q = lib.tensor(np.random.default_rng(2).standard_normal((1, 2, 5, 4)).astype(np.float32))
+    # three distinct tensors: torch's graph of export(m, (q, q, q)) reads only the last one (deviations.md)
+    ep = lib.export.export(M(), (q, q * 0.5, q + 1), dynamic_shapes=({2: s}, {2: s}, {2: s}))
+    q2 = lib.tensor(np.random.default_rng(3).standard_normal((1, 2, 9, 4)).astype(np.float32))
+    return {"out": np.round(_np(ep.module()(q2, q2 * 0.5, q2 + 1)), 4),
+            "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def export_error_types_programs_catch(lib):
+    """The errors programs catch: data-dependent control flow, a dynamic dim the program
+    specializes, a too-big size at call time."""
+    out = {}
+
+    class Branch(lib.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    try:
+        lib.export.export(Branch(), (lib.tensor(X4),))
+        out["branch"] = "no error"
+    except Exception as exc:
+        out["branch"] = type(exc).__name__
+
+    class Spec(lib.nn.Module):
+        def forward(self, x):
+            return x.view(4, 8) + 1
+
+    try:
+        lib.export.export(Spec(), (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b")},))
+        out["specialized"] = "no error"
+    except Exception as exc:
+        out["specialized"] = type(exc).__name__
+    return out
+
+
+def export_map_over_batch(lib):
+    """torch._higher_order_ops.map over a leading dim with a closure-free body."""
+    import importlib
+
+    hop = importlib.import_module(lib.__name__ + "._higher_order_ops")
+
+    class M(lib.nn.Module):
+        def forward(self, xs, y):
+            return hop.map(lambda x, y: (x * y).sum(-1), xs, y)
+
+    ep = lib.export.export(M(), (lib.tensor(X4), lib.tensor(X4[0])))
+    return np.round(_np(ep.module()(lib.tensor(X4 * 2), lib.tensor(X4[1]))), 4)
+
+
 PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_load, export_module_wrong_shape,
             export_batchnorm_train_buffers, export_cond, compile_dynamic_true, compile_fullgraph_errors,
             compile_modes, compiler_disable, allow_in_graph, breaks_on_print_and_branch, compile_training_step,
@@ -1010,7 +1391,13 @@ PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_loa
             export_cond_operands_of_several_shapes, export_cond_on_a_dynamic_size, export_decomposed_conv_bn_runs,
             export_print_readable, unflatten_round_trip_and_reexport, export_state_dict_and_constants,
             onnx_dynamo_cond_ort, jit_trace_script_save_entry_points, export_program_accessors,
-            export_shapes_collection, export_dims_helper, unflatten_wrong_batch_after_swap]
+            export_shapes_collection, export_dims_helper, unflatten_wrong_batch_after_swap,
+            export_rotary_causal_attention_dynamic, export_kv_cache_buffer_mutation,
+            export_dims_min_max_derived_several_inputs, export_strict_true_and_false,
+            export_run_decompositions_empty_table, export_cond_with_params_dynamic_batch,
+            export_save_load_derived_dims_extra_files, onnx_dynamo_dynamic_axes_two_sizes,
+            jit_trace_and_script_functions, unflatten_nested_call_submodule, export_sdpa_causal_dynamic_seq,
+            export_error_types_programs_catch, export_map_over_batch]
 
 
 # What differs by design (docs/deviations.md): the key of a program's result -> why.
@@ -1025,6 +1412,9 @@ DEVIATIONS = {
         "mutated": "ember's exported graph is functional: buffers written in forward are BUFFER_MUTATION "
                    "outputs; torch 2.13 keeps the in-place ops on the buffer placeholders",
         "kinds": "(the same: the BUFFER_MUTATION output specs)"},
+    "export_kv_cache_buffer_mutation": {
+        "n_mutated": "ember's exported graph is functional: the cache's index_copy_ is a BUFFER_MUTATION "
+                     "output; torch 2.13 keeps the in-place op (buffers_to_mutate is empty)"},
     "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
                                          "the ops my_op runs, not one call node"},
 }

@@ -8,6 +8,7 @@ executing anything from the file.
 
 from ember._higher_order_ops import cond, while_loop
 
+from . import dynamic_shapes, exported_program, graph_signature  # noqa: F401  (PyTorch's submodules)
 from ._aoti import AOTICompileError
 from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
@@ -33,7 +34,7 @@ from ._signature import (
 )
 from ._sym import sym_size
 from ._trace import export
-from ._unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
+from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # (binds the function, as torch)
 
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 

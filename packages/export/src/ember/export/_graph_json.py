@@ -98,10 +98,20 @@ def make_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, positive=True)
 
 
+_MAX_EXPR_TEXT = 4096  # a size expression of a saved program; far longer ones are not ember's
+_MAX_POW = 64
+
+
 def sym_from_text(text: str, symbols: dict | None = None):
     """Parses a size expression written by ``str(expr)``; only arithmetic is accepted."""
     symbols = symbols if symbols is not None else {}
-    tree = ast.parse(text, mode="eval")
+    if not isinstance(text, str) or len(text) > _MAX_EXPR_TEXT:
+        raise SerializationError(f"a size expression must be a string of at most {_MAX_EXPR_TEXT} characters, "
+                                 f"got {type(text).__name__} {str(text)[:60]!r}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise SerializationError(f"the size expression {text[:60]!r} does not parse: {exc}") from None
 
     def walk(node):
         if isinstance(node, ast.Expression):
@@ -115,7 +125,11 @@ def sym_from_text(text: str, symbols: dict | None = None):
                 symbols[node.id] = make_symbol(node.id)
             return symbols[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](walk(node.left), walk(node.right))
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Pow) and not (right.is_Number and abs(right) <= _MAX_POW):
+                # sizes' powers are small constants (n ** 2, n ** 0.5); 9**9**9 would never finish
+                raise SerializationError(f"unsupported power {right} in the size expression {text[:60]!r}")
+            return _BINOPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -walk(node.operand)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SYMPY_FUNCS

@@ -71,8 +71,10 @@ def _size_text(name: str, dim: int) -> str:
 
 
 def _expr_text(expr, names: dict) -> str:
-    """``expr`` with each symbol written as the input size it was bound from."""
-    return str(expr.subs({s: sympy.Symbol(names[s]) for s in expr.free_symbols if s in names}))
+    """``expr`` with each symbol written as the input size it was bound from (a name, or an
+    expression of input sizes for a root solved from a derived dim: ``x.size()[0]/2``)."""
+    return str(expr.subs({s: names[s] if isinstance(names[s], sympy.Basic) else sympy.Symbol(names[s])
+                          for s in expr.free_symbols if s in names}))
 
 
 def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict, guards=(),
@@ -106,7 +108,13 @@ def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: d
             if path is not None:
                 raise RuntimeError(f"Unexpected number of dimensions in input at {path}.shape (expected "
                                    f"{_size_repr(shape)}, got {_size_repr(value.shape)})")
-            raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)} (got {value.ndim})")
+            if value.ndim < len(shape):
+                # PyTorch 2.13's ep.module() guards read ``x.size()[d]`` for each exported dim: an
+                # IndexError for a tensor of fewer dims (its text: "tuple index out of range").
+                raise IndexError(f"tuple index out of range: Guard failed: {_size_text(name, value.ndim)} "
+                                 f"(the program was exported with {name} of {len(shape)} dims, got {value.ndim})")
+            # More dims than exported: PyTorch's guards check the exported dims only and run the
+            # graph (whose ops decide), so the extra trailing dims pass here too.
         # (no dtype guard: PyTorch's ep.module() checks shapes only; an op decides on dtypes)
         for d, (want, got) in enumerate(zip(shape, value.shape)):
             got = int(got)
@@ -149,15 +157,21 @@ def _check_derived(text, expr, got, at, bindings, where, ranges) -> None:
         (sym,) = free
         roots = sympy.solve(sympy.Eq(expr, got), sym)
         ints = [r for r in roots if r.is_Integer]
-        if not ints:
-            if at is not None:
+        if at is not None:
+            if not ints:
                 raise RuntimeError(f"Expected input {at} = {got} to be of the form {expr}, where {sym} is an "
                                    "integer")
-            raise AssertionError(f"Guard failed: {text} == {expr} for an integer {sym}")
-        bindings[sym] = int(ints[0])
-        where[sym] = str(sympy.solve(sympy.Eq(expr, sympy.Symbol(text)), sym)[0])
-        if at is None:  # (PyTorch's unflatten checks the derived dim's own range, below)
-            _check_range(sym, bindings[sym], where[sym], ranges)
+            bindings[sym] = int(ints[0])
+        elif (roots := ints or sympy.solve(sympy.Eq(expr.subs(sym, (r := sympy.Dummy("r"))), got), r)):
+            # PyTorch 2.13's ep.module() binds a root seen only through derived dims to its
+            # solution, ``x.size()[0]/2`` (not necessarily an integer: an odd size of a ``2*_n`` dim
+            # passes), checks the other dims of that root against it and the derived dims' own
+            # ranges, and not the root's range.
+            bindings[sym] = roots[0]
+        else:
+            raise AssertionError(f"Guard failed: {text} == {expr}")
+        solved = sympy.solve(sympy.Eq(expr.subs(sym, r := sympy.Dummy("r")), sympy.Symbol(text)), r)
+        where[sym] = solved[0] if solved else text
     value = expr.subs(bindings)
     if not value.is_Integer or int(value) != got:
         if at is not None:

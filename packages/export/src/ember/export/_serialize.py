@@ -29,7 +29,7 @@ from ember.serialization import safetensors
 from . import _pytree as pytree
 from ._graph_json import SerializationError, graph_to_json, module_from_json, sym_from_text
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
-from ._ranges import ValueRange
+from ._ranges import ValueRange, as_expr
 from ._signature import (
     ConstantArgument,
     ExportGraphSignature,
@@ -211,15 +211,47 @@ def _write_zip(f, members: dict) -> None:
         f.write(data)
 
 
+class _NotAZip(SerializationError, zipfile.BadZipFile):
+    """A file that is no zip archive at all (truncated, garbage): also a ``zipfile.BadZipFile``,
+    the type PyTorch 2.13's ``torch.export.load`` raises there."""
+
+
 def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | None = None) -> ExportedProgram:
-    """Reads a program written by :func:`save`; nothing in the file is executed."""
+    """Reads a program written by :func:`save`; nothing in the file is executed.
+
+    A file that is not such a program, or one damaged (truncated, edited, a CRC mismatch, JSON
+    or safetensors that do not parse, a graph that does not hold together) raises
+    SerializationError naming what failed; the partial read is discarded."""
     try:
         z = zipfile.ZipFile(f if not isinstance(f, (str, os.PathLike)) else os.fspath(f))
-    except zipfile.BadZipFile as exc:
-        raise SerializationError(f"{f!r} is not an ember exported program (not a zip archive)") from exc
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as exc:
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise _NotAZip(f"{f!r} is not an ember exported program (not a zip archive)") from exc
+    try:
+        return _load(z, extra_files)
+    except SerializationError:
+        raise
+    except (Exception, RecursionError) as exc:  # anything else a damaged file can make the reader do
+        name = f if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        raise SerializationError(f"cannot read the exported program {str(name)!r}: the file is damaged or not "
+                                 f"written by ember.export.save ({type(exc).__name__}: {str(exc)[:300]})") from exc
+
+
+def _load(z, extra_files: dict | None) -> ExportedProgram:
     with z:
         names = set(z.namelist())
         if _PREFIX + "version" not in names or _PREFIX + "program.json" not in names:
+            pickled = sorted(n for n in names if n.endswith(".pkl"))
+            if pickled:  # PyTorch's .pt2 / jit / torch.save archives: their pickles are never read here
+                raise SerializationError(
+                    f"not an ember exported program: ember_export/version or program.json missing; this archive "
+                    f"holds pickles ({', '.join(pickled[:3])}), as PyTorch's torch.export/jit/torch.save files do, "
+                    "which ember never unpickles here: export the model with ember.export and save it with "
+                    "ember.export.save")
+            if any(n.endswith("/archive_format") for n in names):
+                raise SerializationError("not an ember exported program: this is a PyTorch .pt2 archive "
+                                         "(torch.export.save); ember.export.load reads files of ember.export.save")
             raise SerializationError("not an ember exported program: ember_export/version or program.json missing")
         major, minor = (int(x) for x in z.read(_PREFIX + "version").decode().split("."))
         if major != SCHEMA_VERSION[0] or minor > SCHEMA_VERSION[1]:
@@ -259,4 +291,40 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
                  "StrictGreaterThan": sympy.Gt, "GreaterThan": sympy.Ge}
     ep._runtime_guards = tuple(relations[rel](sym_from_text(lhs, symbols), sym_from_text(rhs, symbols))
                                for rel, lhs, rhs in program.get("runtime_guards", []) if rel in relations)
+    _check_consistent(ep)
     return ep
+
+
+def _check_consistent(ep: ExportedProgram) -> None:
+    """What ``ep.module()`` and a call read from the file, checked at load: the state the
+    signature names, the root's call signature, a range for each symbol of the inputs' sizes."""
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind is InputKind.PARAMETER or spec.kind is InputKind.BUFFER and spec.persistent:
+            where = ep.state_dict
+        elif spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+            where = ep.constants
+        else:
+            continue
+        if spec.target not in where:
+            raise SerializationError(f"the signature names {spec.kind.name} {spec.target!r}, which the file does not "
+                                     "hold")
+    sig = ep.graph_signature
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    outputs = [n for n in ep.graph.nodes if n.op == "output"]
+    if len(placeholders) != len(sig.input_specs) or len(outputs) != 1:
+        raise SerializationError(f"the graph has {len(placeholders)} inputs and {len(outputs)} output nodes; its "
+                                 f"signature names {len(sig.input_specs)} inputs and one output node")
+    results = outputs[0].args[0] if outputs[0].args else None
+    if len(results if isinstance(results, (list, tuple)) else [results]) != len(sig.output_specs):
+        raise SerializationError(f"the graph's output node does not return the {len(sig.output_specs)} values its "
+                                 "signature names")
+    if not ep.module_call_graph or ep.module_call_graph[0].fqn != "" or ep.module_call_graph[0].signature is None:
+        raise SerializationError("the module call graph has no root entry (fqn '') with a signature")
+    for node in ep.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        shape = getattr(node.meta.get("val"), "shape", ())
+        for size in shape:
+            expr = as_expr(size)
+            if isinstance(expr, sympy.Expr) and not expr.free_symbols <= set(ep.range_constraints):
+                raise SerializationError(f"the input {node.name!r} has the size {expr} with no range constraint")

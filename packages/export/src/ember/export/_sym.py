@@ -46,6 +46,11 @@ class SizeBuilder:
         self.unbacked: set = set()
         self.current = None
         self._late = False
+        # size expression -> (placeholder node, dim) of every input dim of that size: a derived
+        # dim (``2*s0 + 1``) is read from its own input, as PyTorch's graph does, not rebuilt
+        # from the root's source (``2*(x.size(0) // 2) + 1``), so the graph stays exact for the
+        # inputs ep.module() accepts (an odd size of a ``2*_n`` dim, as PyTorch 2.13).
+        self.inputs: dict = {}
 
     def _emit(self, target, args, val, expr=None):
         if self._late:
@@ -75,7 +80,9 @@ class SizeBuilder:
             self._late = late
 
     def _node_for(self, expr, hint: int):
-        if expr.is_Symbol:
+        if not expr.is_Symbol and expr in self.inputs and not self._late:
+            out = self._emit(sym_size, self.inputs[expr], hint, expr)
+        elif expr.is_Symbol:
             node, dim, coeff, offset = self.sources[expr]
             size = self._emit(sym_size, (node, dim), coeff * hint + offset, coeff * expr + offset)
             if offset:

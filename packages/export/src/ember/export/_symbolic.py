@@ -357,6 +357,9 @@ def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder, env=None) -
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     builder = SizeBuilder(graph, sources, placeholders[-1] if placeholders else None)
     builder.hints = {r.symbol: r.base for r in roots}
+    for root in roots:
+        for i, d, coeff, offset in root.uses:
+            builder.inputs.setdefault(coeff * root.symbol + offset, (leaf_of_placeholder[i], d))
     builder.unbacked = set(getattr(env, "unbacked", {}) or ())
     if builder.unbacked:
         _bind_unbacked(graph, builder)

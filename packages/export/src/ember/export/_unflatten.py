@@ -464,9 +464,20 @@ def _interpreter_for(root, path: str, graph) -> InterpreterModule:
     parent_path, _, name = path.rpartition(".")
     parent = root
     for part in parent_path.split(".") if parent_path else ():
-        if parent._modules.get(part) is None:  # a module without weights (ReLU) holding the one called
-            parent._modules[part] = nn.Module()
-        parent = parent._modules[part]
+        # A container of the module called (ModuleList, ModuleDict, a block never called itself)
+        # is an InterpreterModule with an empty graph, as in PyTorch 2.13 (a module only holding
+        # weights the caller reads stays a plain Module).
+        child = parent._modules.get(part)
+        if not isinstance(child, InterpreterModule):
+            from ember import fx
+
+            child = _into_interpreter(parent, part, fx.Graph())
+            child.finalize()
+        parent = child
+    return _into_interpreter(parent, name, graph)
+
+
+def _into_interpreter(parent, name: str, graph) -> InterpreterModule:
     old = parent._modules.get(name)
     module = InterpreterModule(graph)
     if old is not None:

@@ -13,6 +13,7 @@ line). A traced module runs the exported graph itself.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 
 import ember
@@ -26,7 +27,33 @@ _SIMPLE = {int: (int,), float: (float, int), bool: (bool,), str: (str,)}
 def _type_name(t) -> str:
     if t is ember.Tensor:
         return "Tensor"
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:  # Optional[float]
+        return f"Optional[{_type_name(next(a for a in args if a is not type(None)))}]"
+    if origin is not None and args:
+        name = {list: "List", tuple: "Tuple", dict: "Dict"}.get(origin, getattr(origin, "_name", None) or str(origin))
+        return f"{name}[{', '.join(_type_name(a) for a in args)}]"
     return getattr(t, "__name__", None) or str(t).replace("typing.", "")
+
+
+def _resolve(annotation, fn):
+    """A string annotation (``"Optional[float]"``, or any under ``from __future__ import
+    annotations``) evaluated as TorchScript does: in the function's globals, where TorchScript's
+    own names (``Tensor``, ``List``, ``Optional``, ``Dict``, ``Tuple``...) resolve even if not
+    imported there. An unresolvable one accepts anything."""
+    if not isinstance(annotation, str):
+        return annotation
+    names = {n: getattr(typing, n) for n in ("Any", "Dict", "Final", "List", "Optional", "Tuple", "Union")}
+    names.update(Tensor=ember.Tensor, torch=ember, ember=ember)
+    names.update(getattr(inspect.unwrap(fn), "__globals__", {}))
+    for _ in range(2):  # a quoted annotation under ``from __future__ import annotations`` is quoted twice
+        try:
+            annotation = eval(annotation, names)  # noqa: S307 - an annotation the program's own source wrote
+        except Exception:
+            return inspect.Parameter.empty
+        if not isinstance(annotation, str):
+            return annotation
+    return inspect.Parameter.empty
 
 
 def check_value(value, annotation) -> bool:
@@ -39,7 +66,7 @@ def check_value(value, annotation) -> bool:
         ok = isinstance(value, _SIMPLE[annotation])
         return ok and not (annotation is not bool and isinstance(value, bool))
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):  # Optional[float], float | None
         return any(check_value(value, a) for a in args)
     if origin in (list, typing.List):  # noqa: UP006 - both spellings appear in annotations
         return isinstance(value, list) and all(check_value(v, args[0]) for v in value) if args else True
@@ -66,9 +93,7 @@ def check_call(fn, args, kwargs, owner: str) -> None:
     bound = sig.bind(*args, **kwargs)
     params = list(sig.parameters)
     for name, value in bound.arguments.items():
-        ann = hints.get(name, sig.parameters[name].annotation)
-        if isinstance(ann, str):
-            ann = inspect.Parameter.empty
+        ann = _resolve(hints.get(name, sig.parameters[name].annotation), fn)
         if sig.parameters[name].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
         if ann is inspect.Parameter.empty and not isinstance(value, ember.Tensor):

@@ -8,8 +8,7 @@ from ._api import OperatorExportTypes, TrainingMode, export, is_in_onnx_export
 from ._builder import UnsupportedOp
 from ._exporter import DEFAULT_OPSET, ONNXProgram, translate_program
 from ._translations import TRANSLATIONS
-
-OnnxExporterError = UnsupportedOp
+from .errors import OnnxExporterError
 
 __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "OperatorExportTypes", "TRANSLATIONS", "TrainingMode",
            "UnsupportedOp", "export", "is_in_onnx_export", "translate_program"]

@@ -1,0 +1,6 @@
+"""``torch.export.dynamic_shapes``'s public names (``from ember.export.dynamic_shapes import Dim``)."""
+
+from ._dims import Dim, dims
+from ._dynamic_shapes import AdditionalInputs, ShapesCollection
+
+__all__ = ["AdditionalInputs", "Dim", "ShapesCollection", "dims"]
