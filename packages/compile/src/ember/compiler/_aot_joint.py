@@ -19,6 +19,7 @@ under eager autograd instead (correct, just not compiled as one backward).
 from __future__ import annotations
 
 import logging
+import math
 import operator
 
 import ember
@@ -97,7 +98,8 @@ def trace_joint(gm, example_inputs: list):
 
     functional = {"narrow": _NarrowGrad(False, FORMULAS.get("narrow")),
                   "slice": _NarrowGrad(True, FORMULAS.get("slice")),
-                  "_class_nll": _ClassNllGrad()}
+                  "_class_nll": _ClassNllGrad(),
+                  "scaled_dot_product_attention": _AttentionGrad(FORMULAS.get("scaled_dot_product_attention"))}
 
     rec = Recorder(_StrictOwner())
     try:
@@ -253,6 +255,42 @@ class _ClassNllGrad:
             return (None,)
         lse = None if log_probs else outputs[3]
         return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse),)
+
+
+class _AttentionGrad:
+    """``scaled_dot_product_attention``'s backward as its one native op,
+    ``_scaled_dot_product_attention_math_backward`` (an extern of the compiled backward), where that op
+    applies (the conditions of the engine's ``_native_attention_backward`` but the grad mode, which is
+    on while the joint is traced). The engine's composite, which the joint would trace otherwise,
+    differs from eager where a row of the mask hides every key: its softmax of -inf scores is NaN and
+    so were the gradients of the whole batch (eager's and PyTorch's are 0 there)."""
+
+    save_output = False
+
+    def __init__(self, formula):
+        self.formula = formula
+
+    def backward(self, grads, inputs, outputs):
+        from ember._src.dispatch import OPS
+
+        g = grads[0]
+        q, k, v = inputs.args[:3]
+
+        def get(i, name, default):
+            return inputs.args[i] if i < len(inputs.args) else inputs.kwargs.get(name, default)
+
+        mask, dropout_p, is_causal = get(3, "attn_mask", None), get(4, "dropout_p", 0.0), get(5, "is_causal", False)
+        scale, gqa = inputs.kwargs.get("scale"), inputs.kwargs.get("enable_gqa", False)
+        native = OPS.get("_scaled_dot_product_attention_math_backward")
+        tensors = (g, q, k, v) if mask is None else (g, q, k, v, mask)
+        if (g is None or dropout_p or native is None or not all(isinstance(t, Tensor) for t in tensors)
+                or q.device.type not in native.kernels or not (q.ndim == k.ndim == v.ndim == g.ndim >= 3)
+                or not q.is_floating_point()
+                or not tuple(q.shape[:-3]) == tuple(k.shape[:-3]) == tuple(v.shape[:-3])
+                or k.shape[-3] != v.shape[-3] or not (k.shape[-3] == q.shape[-3] or gqa)):
+            return self.formula.backward(grads, inputs, outputs)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+        return native(g, q, k, v, mask, bool(is_causal), scale)
 
 
 class _NarrowGrad:
