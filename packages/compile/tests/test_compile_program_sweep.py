@@ -45,9 +45,9 @@ def _norm(v, lib):
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return ("dataclass", type(v).__name__, {f.name: _norm(getattr(v, f.name), lib) for f in dataclasses.fields(v)})
     if isinstance(v, lib.Tensor):
-        values = np.asarray(v.detach().numpy(), np.float64).round(5).astype(object)
-        values[np.isnan(values.astype(np.float64))] = "nan"  # NaN == NaN for the comparison
-        return ("tensor", str(v.dtype).split(".")[-1], tuple(v.shape), values.tolist(), v.requires_grad)
+        values = np.asarray(v.detach().numpy(), np.float64).round(5)
+        values = np.where(np.isnan(values), None, values).tolist()  # NaN compares equal here (None)
+        return ("tensor", str(v.dtype).split(".")[-1], tuple(v.shape), values, v.requires_grad)
     if isinstance(v, lib.dtype):
         return ("dtype", str(v).split(".")[-1])
     return v
@@ -703,7 +703,8 @@ def is_compiling(m, compile):
 @program()
 def mixed_precision_and_type_promotion(m, compile):
     def f(a, b, i):
-        return a * b, a + i, (i * 2.5).dtype, (a.to(m.float16) * 3).float(), a.bfloat16() + 1, i // 3, i % -3, i / 2
+        return (a * b, a + i, (i * 2.5).dtype, (a.to(m.float16) * 3).float(), (a.bfloat16() + 1).dtype,
+                (a.bfloat16() * 3 + 1).float(), i // 3, i % -3, i / 2)
 
     a = m.tensor(np.linspace(-1, 1, 5, dtype=np.float32))
     b = m.tensor(np.linspace(1, 2, 5), dtype=m.float64)
