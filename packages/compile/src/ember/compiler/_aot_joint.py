@@ -96,9 +96,10 @@ def trace_joint(gm, example_inputs: list):
     from ember.autograd._engine import sum_to
     from ember.autograd.formulas import FORMULAS, Inputs
 
+    class_nll = _ClassNllGrad()
     functional = {"narrow": _NarrowGrad(False, FORMULAS.get("narrow")),
                   "slice": _NarrowGrad(True, FORMULAS.get("slice")),
-                  "_class_nll": _ClassNllGrad(),
+                  "_class_nll": class_nll,
                   "scaled_dot_product_attention": _AttentionGrad(FORMULAS.get("scaled_dot_product_attention"))}
 
     rec = Recorder(_StrictOwner())
@@ -136,7 +137,10 @@ def trace_joint(gm, example_inputs: list):
                         args = (ember.ops.clone(args[0]), *args[1:])
                         current[node.args[0]] = node
                     used[node] = (args, kwargs)
-                    env[node] = t(*args, **kwargs)
+                    if isinstance(t, Op) and t.name == "_class_nll" and class_nll.splits(args, kwargs):
+                        env[node] = class_nll.forward(args)
+                    else:
+                        env[node] = t(*args, **kwargs)
                 elif node.op == "output":
                     out_node = node
             result = out_node.args[0]
@@ -247,6 +251,26 @@ class _ClassNllGrad:
 
     save_output = True
 
+    def __init__(self):
+        self.lo: dict = {}  # id(a split forward's lse) -> its lo
+
+    @staticmethod
+    def splits(args, kwargs) -> bool:
+        """Whether the forward is recorded as ``_class_nll_split`` (``_class_nll_split.py``): scores
+        whose gradient is wanted, a log-sum-exp (not log_probs), a device with its kernel."""
+        from ._class_nll_split import CLASS_NLL_SPLIT
+
+        return (not kwargs and len(args) == 6 and isinstance(args[0], Tensor) and args[0].requires_grad
+                and not args[4] and args[0].device.type in CLASS_NLL_SPLIT.kernels)
+
+    def forward(self, args):
+        """``_class_nll``'s four outputs, recorded as ``_class_nll_split``'s; its fifth kept for the backward."""
+        from ._class_nll_split import CLASS_NLL_SPLIT
+
+        *outs, lo = CLASS_NLL_SPLIT(*args)
+        self.lo[id(outs[3])] = lo
+        return tuple(outs)
+
     def backward(self, grads, inputs, outputs):
         x, target, weight, ignore_index, log_probs, smooth = inputs.args[:6]
         g_smooth = grads[1] if smooth and len(grads) > 1 else None
@@ -254,6 +278,12 @@ class _ClassNllGrad:
         if g_nll is None and g_smooth is None:
             return (None,)
         lse = None if log_probs else outputs[3]
+        lo = None if lse is None else self.lo.get(id(lse))
+        if lo is not None:
+            # exp((x - lse) - lo): the rounding of a huge lse undone (_class_nll_split.py)
+            from ._class_nll_split import CLASS_NLL_SPLIT_BACKWARD
+
+            return (CLASS_NLL_SPLIT_BACKWARD(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse, lo),)
         return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse),)
 
 
