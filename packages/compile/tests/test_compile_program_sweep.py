@@ -737,6 +737,23 @@ def grad_of_views_and_detach(m, compile):
     return y, x.grad
 
 
+@program(inductor=None)
+def returned_views_of_inputs_in_training(m, compile):
+    # a training graph (an input requires grad): the views come back as views of the input, their
+    # gradient flows through the view to it, and an in-place change of one reaches the input
+    x = m.arange(6.0, requires_grad=True)
+    y = x * 1
+    a, b, c = compile(lambda y: (y[1:4], y.view(2, 3).t(), y * 2))(y)
+    same = (a._base is y, b._base is y, a.stride(), b.stride(), b.storage_offset(), a.storage_offset())
+    (a.sum() * 2 + (b * m.arange(6.0).view(3, 2)).sum() + c.sum()).backward()
+    grad = x.grad.clone()
+    a.mul_(10)
+    leaf = m.ones(4, requires_grad=True)
+    d = compile(lambda t: t[::2])(leaf)
+    d.sum().backward()
+    return same, grad, y, leaf.grad, d._base is leaf, d.requires_grad
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_like_torch_compile(name):
     fn, inductor = PROGRAMS[name]

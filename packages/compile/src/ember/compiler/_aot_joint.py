@@ -239,7 +239,58 @@ def trace_joint(gm, example_inputs: list):
         return None
     finally:
         rec.discard()
+    joint.ember_output_views = _output_views(gm, outs, primals)
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
+
+
+def _output_views(gm, outs, primals) -> dict:
+    """{output index: (input index, shape, stride, storage offset, the input's stride, the input's
+    storage offset)} for each output that is a chain of view ops of one input in ``gm`` (the
+    capture's graph): the runtime returns it as that view of the input (PyTorch's AOT regenerates
+    such outputs from the input outside its autograd.Function, so they alias it and their
+    gradient flows through the view to the input). The forward's computed copy is still returned
+    where the input's layout differs from the traced one."""
+    from ember import fx
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    result = out_node.args[0]
+    result = result if type(result) in (list, tuple) else (result,)
+    views = {}
+    for i, (node, value) in enumerate(zip(result, outs)):
+        if not isinstance(node, fx.Node) or not isinstance(value, Tensor):
+            continue
+        n, steps = node, 0
+        while n.op == "call_function":
+            t = n.target
+            if t is operator.getitem and isinstance(n.args[0], fx.Node):
+                parent = n.args[0]
+                if not (isinstance(parent.target, Op) and "view" in parent.target.tags):
+                    break
+                n = parent
+            if not (isinstance(n.target, Op) and "view" in n.target.tags and n.args and isinstance(n.args[0], fx.Node)):
+                break
+            n, steps = n.args[0], steps + 1
+        if steps == 0 or n.op != "placeholder" or n not in placeholders:
+            continue
+        k = placeholders.index(n)
+        p = primals[k] if k < len(primals) else None
+        if not isinstance(p, Tensor) or p.dtype is not value.dtype or p.device != value.device:
+            continue
+        views[i] = (k, tuple(value.shape), tuple(value.stride()), value.storage_offset(), tuple(p.stride()),
+                    p.storage_offset())
+    return views
+
+
+def as_input_views(outs: tuple, inputs, views: dict) -> tuple:
+    """``outs`` with the outputs of ``views`` (``_output_views``) made views of their inputs."""
+    outs = list(outs)
+    for i, (k, shape, stride, offset, in_stride, in_offset) in views.items():
+        t = inputs[k]
+        if i < len(outs) and isinstance(t, Tensor) and tuple(t.stride()) == in_stride \
+                and t.storage_offset() == in_offset and tuple(outs[i].shape) == shape:
+            outs[i] = t.as_strided(shape, stride, offset)
+    return tuple(outs)
 
 
 class _ClassNllGrad:
