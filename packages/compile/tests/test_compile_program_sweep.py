@@ -754,6 +754,27 @@ def returned_views_of_inputs_in_training(m, compile):
     return same, grad, y, leaf.grad, d._base is leaf, d.requires_grad
 
 
+@program(inductor=None)
+def views_of_mutated_inputs_in_training(m, compile):
+    x = m.arange(6.0, requires_grad=True)
+    y = x * 1
+
+    def f(y):
+        y.add_(1)
+        return y[1:4], y.sum()
+
+    a, s = compile(f)(y)
+    (a * m.arange(3.0)).sum().backward()
+    w, z = m.ones(6, requires_grad=True), m.arange(6.0)
+
+    def g(w, z):
+        z.mul_(2)
+        return z[::2] * w[:3], z.view(2, 3)
+
+    r1, r2 = compile(g)(w, z)
+    return a, s, y, x.grad, a._base is y, r1, r2, z, r2._base is z
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_like_torch_compile(name):
     fn, inductor = PROGRAMS[name]
