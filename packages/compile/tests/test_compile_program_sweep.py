@@ -775,6 +775,16 @@ def views_of_mutated_inputs_in_training(m, compile):
     return a, s, y, x.grad, a._base is y, r1, r2, z, r2._base is z
 
 
+@program(inductor=None)
+def reshaped_copies_stay_copies_in_training(m, compile):
+    # reshape/flatten/contiguous of a transposed input copy: no view of the input may come back
+    x = m.arange(6.0, requires_grad=True)
+    y = (x * 1).view(2, 3)
+    outs = compile(lambda y: (y.t().reshape(-1), y.t().contiguous(), y.t().flatten(), y.mT.reshape(3, 2)[1:],
+                              y.flatten()))(y)
+    return outs, [o._base is y for o in outs]
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_like_torch_compile(name):
     fn, inductor = PROGRAMS[name]

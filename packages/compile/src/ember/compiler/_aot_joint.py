@@ -243,6 +243,12 @@ def trace_joint(gm, example_inputs: list):
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
 
 
+# View ops whose result always shares its operand's memory (``flatten``, also tagged a view, copies a
+# non-contiguous operand; the dtype views are excluded by the dtype check).
+_PURE_VIEWS = frozenset({"alias", "as_strided", "diagonal", "expand", "narrow", "permute", "select", "slice",
+                         "squeeze", "transpose", "unfold", "unsqueeze", "view"})
+
+
 def _output_views(gm, outs, primals) -> dict:
     """{output index: (input index, shape, stride, storage offset, the input's stride, the input's
     storage offset)} for each output that is a chain of view ops of one input in ``gm`` (the
@@ -262,13 +268,8 @@ def _output_views(gm, outs, primals) -> dict:
             continue
         n, steps = node, 0
         while n.op == "call_function":
-            t = n.target
-            if t is operator.getitem and isinstance(n.args[0], fx.Node):
-                parent = n.args[0]
-                if not (isinstance(parent.target, Op) and "view" in parent.target.tags):
-                    break
-                n = parent
-            if not (isinstance(n.target, Op) and "view" in n.target.tags and n.args and isinstance(n.args[0], fx.Node)):
+            if not (isinstance(n.target, Op) and n.target.name in _PURE_VIEWS and n.args
+                    and isinstance(n.args[0], fx.Node)):
                 break
             n, steps = n.args[0], steps + 1
         if steps == 0 or n.op != "placeholder" or n not in placeholders:
