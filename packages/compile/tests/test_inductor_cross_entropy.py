@@ -47,6 +47,11 @@ def _run(fw, fn, x, y, w, **kw):
     return loss.detach().numpy(), x.grad.numpy()
 
 
+def _is_backward(artifact) -> bool:
+    """A build of cross-entropy's backward (a training graph's is ``_class_nll_split_backward``)."""
+    return "_class_nll_backward" in artifact.cpp_source or "_class_nll_split_backward" in artifact.cpp_source
+
+
 def _cross_entropy(fw, x, y, w, **kw):
     return fw.nn.functional.cross_entropy(x, y, weight=w, **kw)
 
@@ -158,7 +163,7 @@ def test_backward_reads_the_saved_logsumexp(built, weighted):
     (one exp an element, written straight out); unweighted, no reduction at all (an accumulator
     would be one; with weights the target's weight is picked by a reduction over the weights)."""
     _check(built, _cross_entropy, (ROWS, CLASSES), weighted=weighted)
-    backward = [a for a in built if "_class_nll_backward" in a.cpp_source]
+    backward = [a for a in built if _is_backward(a)]
     assert len(backward) == 1, [a.cpp_source for a in built]
     source = backward[0].cpp_source
     kernels = source[source.index("// kernel"):]
@@ -171,7 +176,7 @@ def test_backward_reads_the_saved_logsumexp(built, weighted):
         body = kernels[start.start():kernels.index(f"= {start.group(1)};", start.end())]
         assert "ember_expf(" not in body, body
     forward = [a for a in built if a is not backward[0]]
-    assert all("_class_nll_backward" not in a.cpp_source for a in forward)
+    assert all(not _is_backward(a) for a in forward)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -200,7 +205,7 @@ def test_forward_gathers_the_target_logit(built, weighted):
         want = tfn(torch.tensor(x[keep]), torch.tensor(y[keep]), tw).numpy()
         np.testing.assert_allclose(got[keep], want, rtol=1e-6, atol=0)
         assert np.isnan(got[4])
-    forward = [a for a in built if "_class_nll" in a.cpp_source and "_class_nll_backward" not in a.cpp_source]
+    forward = [a for a in built if "_class_nll" in a.cpp_source and not _is_backward(a)]
     kernel = forward[0].cpp_source.split("EMBER_KERNEL void ")[1]
     assert "pick_" in kernel and "== " not in kernel, kernel
     loops = re.findall(r"for \(int64_t (\w+) = ", kernel)
@@ -236,10 +241,47 @@ def test_forward_reads_each_row_once(built):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=2e-6, atol=1e-6)
         np.testing.assert_allclose(ex.grad.numpy()[ok], tx.grad.numpy()[ok], rtol=1e-5, atol=1e-7)
         np.testing.assert_array_equal(np.isnan(ex.grad.numpy()), np.isnan(tx.grad.numpy()))
-    forward = [a for a in built if "_class_nll" in a.cpp_source and "_class_nll_backward" not in a.cpp_source]
+    forward = [a for a in built if "_class_nll" in a.cpp_source and not _is_backward(a)]
     assert forward
     for artifact in forward:
         kernel = artifact.cpp_source.split("EMBER_KERNEL void ")[1]
         assert "ember_row_max_exp_sum_f32(" in kernel, kernel
         assert "ember_row_max_f32(" not in kernel and "ember_exp_shift_sum_f32(" not in kernel, kernel
         assert re.search(r"ember_row_max_exp_sum_f32\([^;]*\? &", kernel), kernel  # the next row prefetched
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("scale", [1e5, -1e5, 1e30])
+@pytest.mark.parametrize("kw", [{}, {"weighted": True, "label_smoothing": 0.1}])
+def test_huge_logits_gradient_follows_eager_and_torch(scale, dtype, kw):
+    """A training graph's backward undoes the rounding of the saved lse (``_class_nll_split``): with
+    |lse| ~ 1e5 its float32 rounding (~4e-3) was the softmax's relative error, at 1e30 every
+    probability came out 1. Now the loss and gradient are eager's and PyTorch's."""
+    kw = dict(kw)
+    g = np.random.default_rng(7)
+    spread = 1e-5 if abs(scale) < 1e10 else 1e-7  # a few units apart: several classes share the softmax
+    x = (scale * (1 + g.random((24, 10)) * spread)).astype(np.float32)
+    x[0] = scale  # equal scores
+    y = g.integers(0, 10, 24)
+    y[3] = -100
+    w = g.uniform(0.5, 2.0, 10).astype(np.float32) if kw.pop("weighted", False) else None
+    results = []
+    for fw, compiled in ((ember, True), (ember, False), (torch, False)):
+        xt = fw.tensor(x).to(getattr(fw, dtype)).requires_grad_()
+        wt = None if w is None else fw.tensor(w).to(getattr(fw, dtype))
+
+        def loss_of(a, b, wt=wt, fw=fw):
+            return fw.nn.functional.cross_entropy(a, b, weight=wt, **kw)
+
+        fn = ember.compile(loss_of) if compiled else loss_of
+        loss = fn(xt, fw.tensor(y))
+        loss.backward()
+        results.append((loss.detach().float().numpy(), xt.grad.float().numpy()))
+    (loss_c, grad_c), (loss_e, grad_e), (loss_t, grad_t) = results
+    tol = 2e-5 if dtype == "float32" else 1e-2
+    if not kw:  # (eager's label-smoothing term is -(sum(w x) - sum(w) lse), which cancels at these scales)
+        np.testing.assert_allclose(loss_c, loss_e, rtol=tol)
+    np.testing.assert_allclose(loss_c, loss_t, rtol=tol)
+    scale_g = np.abs(grad_t).max()
+    np.testing.assert_allclose(grad_c, grad_e, rtol=tol, atol=tol * scale_g)
+    np.testing.assert_allclose(grad_c, grad_t, rtol=tol, atol=tol * scale_g)

@@ -19,6 +19,7 @@ under eager autograd instead (correct, just not compiled as one backward).
 from __future__ import annotations
 
 import logging
+import math
 import operator
 
 import ember
@@ -95,9 +96,11 @@ def trace_joint(gm, example_inputs: list):
     from ember.autograd._engine import sum_to
     from ember.autograd.formulas import FORMULAS, Inputs
 
+    class_nll = _ClassNllGrad()
     functional = {"narrow": _NarrowGrad(False, FORMULAS.get("narrow")),
                   "slice": _NarrowGrad(True, FORMULAS.get("slice")),
-                  "_class_nll": _ClassNllGrad()}
+                  "_class_nll": class_nll,
+                  "scaled_dot_product_attention": _AttentionGrad(FORMULAS.get("scaled_dot_product_attention"))}
 
     rec = Recorder(_StrictOwner())
     try:
@@ -134,7 +137,10 @@ def trace_joint(gm, example_inputs: list):
                         args = (ember.ops.clone(args[0]), *args[1:])
                         current[node.args[0]] = node
                     used[node] = (args, kwargs)
-                    env[node] = t(*args, **kwargs)
+                    if isinstance(t, Op) and t.name == "_class_nll" and class_nll.splits(args, kwargs):
+                        env[node] = class_nll.forward(args)
+                    else:
+                        env[node] = t(*args, **kwargs)
                 elif node.op == "output":
                     out_node = node
             result = out_node.args[0]
@@ -233,7 +239,59 @@ def trace_joint(gm, example_inputs: list):
         return None
     finally:
         rec.discard()
+    joint.ember_output_views = _output_views(gm, outs, primals)
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
+
+
+# View ops whose result always shares its operand's memory (``flatten``, also tagged a view, copies a
+# non-contiguous operand; the dtype views are excluded by the dtype check).
+_PURE_VIEWS = frozenset({"alias", "as_strided", "diagonal", "expand", "narrow", "permute", "select", "slice",
+                         "squeeze", "transpose", "unfold", "unsqueeze", "view"})
+
+
+def _output_views(gm, outs, primals) -> dict:
+    """{output index: (input index, shape, stride, storage offset, the input's stride, the input's
+    storage offset)} for each output that is a chain of view ops of one input in ``gm`` (the
+    capture's graph): the runtime returns it as that view of the input (PyTorch's AOT regenerates
+    such outputs from the input outside its autograd.Function, so they alias it and their
+    gradient flows through the view to the input). The forward's computed copy is still returned
+    where the input's layout differs from the traced one."""
+    from ember import fx
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    result = out_node.args[0]
+    result = result if type(result) in (list, tuple) else (result,)
+    views = {}
+    for i, (node, value) in enumerate(zip(result, outs)):
+        if not isinstance(node, fx.Node) or not isinstance(value, Tensor):
+            continue
+        n, steps = node, 0
+        while n.op == "call_function":
+            if not (isinstance(n.target, Op) and n.target.name in _PURE_VIEWS and n.args
+                    and isinstance(n.args[0], fx.Node)):
+                break
+            n, steps = n.args[0], steps + 1
+        if steps == 0 or n.op != "placeholder" or n not in placeholders:
+            continue
+        k = placeholders.index(n)
+        p = primals[k] if k < len(primals) else None
+        if not isinstance(p, Tensor) or p.dtype is not value.dtype or p.device != value.device:
+            continue
+        views[i] = (k, tuple(value.shape), tuple(value.stride()), value.storage_offset(), tuple(p.stride()),
+                    p.storage_offset())
+    return views
+
+
+def as_input_views(outs: tuple, inputs, views: dict) -> tuple:
+    """``outs`` with the outputs of ``views`` (``_output_views``) made views of their inputs."""
+    outs = list(outs)
+    for i, (k, shape, stride, offset, in_stride, in_offset) in views.items():
+        t = inputs[k]
+        if i < len(outs) and isinstance(t, Tensor) and tuple(t.stride()) == in_stride \
+                and t.storage_offset() == in_offset and tuple(outs[i].shape) == shape:
+            outs[i] = t.as_strided(shape, stride, offset)
+    return tuple(outs)
 
 
 class _ClassNllGrad:
@@ -245,6 +303,26 @@ class _ClassNllGrad:
 
     save_output = True
 
+    def __init__(self):
+        self.lo: dict = {}  # id(a split forward's lse) -> its lo
+
+    @staticmethod
+    def splits(args, kwargs) -> bool:
+        """Whether the forward is recorded as ``_class_nll_split`` (``_class_nll_split.py``): scores
+        whose gradient is wanted, a log-sum-exp (not log_probs), a device with its kernel."""
+        from ._class_nll_split import CLASS_NLL_SPLIT
+
+        return (not kwargs and len(args) == 6 and isinstance(args[0], Tensor) and args[0].requires_grad
+                and not args[4] and args[0].device.type in CLASS_NLL_SPLIT.kernels)
+
+    def forward(self, args):
+        """``_class_nll``'s four outputs, recorded as ``_class_nll_split``'s; its fifth kept for the backward."""
+        from ._class_nll_split import CLASS_NLL_SPLIT
+
+        *outs, lo = CLASS_NLL_SPLIT(*args)
+        self.lo[id(outs[3])] = lo
+        return tuple(outs)
+
     def backward(self, grads, inputs, outputs):
         x, target, weight, ignore_index, log_probs, smooth = inputs.args[:6]
         g_smooth = grads[1] if smooth and len(grads) > 1 else None
@@ -252,7 +330,49 @@ class _ClassNllGrad:
         if g_nll is None and g_smooth is None:
             return (None,)
         lse = None if log_probs else outputs[3]
+        lo = None if lse is None else self.lo.get(id(lse))
+        if lo is not None:
+            # exp((x - lse) - lo): the rounding of a huge lse undone (_class_nll_split.py)
+            from ._class_nll_split import CLASS_NLL_SPLIT_BACKWARD
+
+            return (CLASS_NLL_SPLIT_BACKWARD(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse, lo),)
         return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse),)
+
+
+class _AttentionGrad:
+    """``scaled_dot_product_attention``'s backward as its one native op,
+    ``_scaled_dot_product_attention_math_backward`` (an extern of the compiled backward), where that op
+    applies (the conditions of the engine's ``_native_attention_backward`` but the grad mode, which is
+    on while the joint is traced). The engine's composite, which the joint would trace otherwise,
+    differs from eager where a row of the mask hides every key: its softmax of -inf scores is NaN and
+    so were the gradients of the whole batch (eager's and PyTorch's are 0 there)."""
+
+    save_output = False
+
+    def __init__(self, formula):
+        self.formula = formula
+
+    def backward(self, grads, inputs, outputs):
+        from ember._src.dispatch import OPS
+
+        g = grads[0]
+        q, k, v = inputs.args[:3]
+
+        def get(i, name, default):
+            return inputs.args[i] if i < len(inputs.args) else inputs.kwargs.get(name, default)
+
+        mask, dropout_p, is_causal = get(3, "attn_mask", None), get(4, "dropout_p", 0.0), get(5, "is_causal", False)
+        scale, gqa = inputs.kwargs.get("scale"), inputs.kwargs.get("enable_gqa", False)
+        native = OPS.get("_scaled_dot_product_attention_math_backward")
+        tensors = (g, q, k, v) if mask is None else (g, q, k, v, mask)
+        if (g is None or dropout_p or native is None or not all(isinstance(t, Tensor) for t in tensors)
+                or q.device.type not in native.kernels or not (q.ndim == k.ndim == v.ndim == g.ndim >= 3)
+                or not q.is_floating_point()
+                or not tuple(q.shape[:-3]) == tuple(k.shape[:-3]) == tuple(v.shape[:-3])
+                or k.shape[-3] != v.shape[-3] or not (k.shape[-3] == q.shape[-3] or gqa)):
+            return self.formula.backward(grads, inputs, outputs)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+        return native(g, q, k, v, mask, bool(is_causal), scale)
 
 
 class _NarrowGrad:

@@ -22,7 +22,7 @@ import ember
 from ember._src import grad_mode
 from ember._src.tensor import Tensor
 
-from ._aot_joint import _map, trace_joint
+from ._aot_joint import _map, as_input_views, trace_joint
 from .inductor import config
 
 _GRAD = grad_mode.STATE
@@ -189,12 +189,15 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
     bw_examples = [n.meta.get("val") for n in bw_gm.graph.nodes if n.op == "placeholder"]
     bw = _boxed(bw_compiler(bw_gm, bw_examples))
     function = _autograd_function(fw, bw, n_outputs, needs, diff_outputs, len(example_inputs))
+    views = getattr(joint, "ember_output_views", None)
 
     def run(*inputs):
         if not _GRAD.grad_enabled:
             return inference(*inputs)
         outs = function.apply(*inputs)
-        return outs if isinstance(outs, tuple) else (outs,)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        # an output viewing an input: that view, made here under autograd (_aot_joint._output_views)
+        return as_input_views(outs, inputs, views) if views else outs
 
     run.fw_module, run.bw_module = fw_gm, bw_gm
     return run

@@ -222,7 +222,8 @@ static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n,
  * the row: tensor-core cpu/loss.cpp row_lse_shifted): the max (NaN lanes in mask registers) beside
  * sum(exp(x - c)) for the shift c = the row's target logit, then sum = s * exp(c - max) in double.
  * The target's own term is 1, so s >= 1; exp(x - c) <= exp(max - c): taken while max - c <= 64 (no
- * term or sum overflows, exp(c - max) stays normal). Rounding x - c costs what rounding the loss
+ * term or sum overflows, exp(c - max) stays normal; s >= 1 checked, as c may be no element).
+ * Rounding x - c costs what rounding the loss
  * (max - c and more) costs, as in eager. A NaN, an infinite max or c, or a wider spread go through
  * the two passes (the row is in cache by then). The max is the row's max exactly. `next`:
  * prefetched a line per line consumed, as in ember_exp_shift_sum_f32. */
@@ -258,7 +259,9 @@ static inline float ember_row_max_exp_sum_f32(const float* x, int64_t n, float c
             m = v > m ? v : m;
             s += ember_expf(v - c);
         }
-        if (!nan && isfinite(m) && m - c <= 64.0f) {
+        /* s >= 1 unless c is no element of the row: an ignored row's or out-of-range target picks
+         * 0, and with every score below -88 its s underflowed to 0 (0 * exp(0 - max) = NaN) */
+        if (!nan && isfinite(m) && m - c <= 64.0f && s >= 1.0f) {
             *sum = (float)((double)s * exp((double)c - (double)m));
             return m;
         }
