@@ -1,0 +1,73 @@
+"""``jit.script_if_tracing`` and ``jit.isinstance`` against torch 2.13."""
+# ruff: noqa: UP006, UP035, UP045 - the typing forms programs pass to jit.isinstance
+
+from __future__ import annotations
+
+import warnings
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+import torch
+
+import ember
+
+
+def _program(lib):
+    calls = []
+
+    def pick(x):
+        if bool(x.sum() > 0):
+            return x * 2
+        return x - 1
+
+    def counted(x):
+        calls.append(1)
+        return pick(x)
+
+    wrapped = lib.jit.script_if_tracing(pick)
+    return wrapped, pick, calls, lib.jit.script_if_tracing(counted)
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_script_if_tracing_runs_plainly_and_scripts_while_tracing(lib):
+    wrapped, pick, calls, counted = _program(lib)
+    assert wrapped.__name__ == "pick" and wrapped.__wrapped__ is pick
+    assert wrapped.__dict__["__original_fn"] is pick and wrapped.__dict__["__script_if_tracing_wrapper"] is True
+    assert counted(lib.ones(2)).tolist() == [2.0, 2.0] and calls == [1]  # not tracing: fn itself runs
+
+    def f(x):
+        return wrapped(x) + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = lib.jit.trace(f, lib.ones(2))
+    # scripted, the branch stays data dependent in the trace
+    assert traced(lib.ones(2)).tolist() == [3.0, 3.0]
+    assert traced(-lib.ones(2)).tolist() == [-1.0, -1.0]
+
+
+_CASES = [([1, 2], List[int]), ([1, "a"], List[int]), ({"a": [1]}, Dict[str, List[int]]),
+          ({1: [1]}, Dict[str, List[int]]), (None, Optional[List[int]]), ([1.0], Optional[List[int]]),
+          ((1, "a"), Tuple[int, str]), ((1,), Tuple[int, str]),
+          (3, (str, int)), (3, int | None), ([[1]], List[List[float]]), ([[1.0]], list[list[float]]), ("x", str),
+          ({"a": 1}, dict[str, int]), ([1], Tuple[int])]
+
+
+@pytest.mark.parametrize("obj, target", _CASES)
+def test_jit_isinstance_as_torch(obj, target):
+    assert ember.jit.isinstance(obj, target) is torch.jit.isinstance(obj, target)
+
+
+@pytest.mark.parametrize("target", [list, List, Dict, dict, tuple, Optional, [int]])
+def test_jit_isinstance_refuses_bare_containers_as_torch(target):
+    with pytest.raises(RuntimeError) as want:
+        torch.jit.isinstance([1], target)
+    with pytest.raises(RuntimeError) as got:
+        ember.jit.isinstance([1], target)
+    assert str(got.value) == str(want.value)
+
+
+def test_jit_isinstance_warns_on_empty_containers():
+    for lib in (torch, ember):
+        with pytest.warns(UserWarning, match="inner type of a container is lost"):
+            assert lib.jit.isinstance([], List[int])
