@@ -49,10 +49,10 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
-    if name == "__config__":  # torch.__config__.show()/parallel_info(): loaded on first use
+    if name in ("__config__", "quasirandom"):  # torch.__config__.show(), torch.quasirandom: loaded on first use
         import importlib
 
-        return importlib.import_module("ember.__config__")
+        return importlib.import_module("ember." + name)
     if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
         try:
             return __getattr__("func").vmap  # an optional subpackage: the core imports no upper package
