@@ -178,6 +178,8 @@ def render(module) -> str:
             blocks.append("\n".join(_class(name, value)))
         elif callable(value):
             blocks.append("\n".join(_functions(name, value, "", False)))
+        elif type(value) is type(sys):  # a submodule set on _C (_C._nn)
+            blocks.append(f"{name}: typing.Any  # module")
         else:
             blocks.append(f"{name}: {type(value).__name__}")
     return HEADER + "\n" + "\n\n".join(blocks) + "\n"

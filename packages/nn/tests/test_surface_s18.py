@@ -1,0 +1,82 @@
+"""Session-18 surface names against torch 2.13: ``_C`` executor switches and ``_C._nn._parse_to``,
+``_utils`` rebuild helpers, ``cuda._is_in_bad_fork``, ``utils._pytree._is_leaf``."""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import pytest
+import torch
+
+import ember
+
+
+def _parse_cases(lib):
+    return [((), {}), (("cuda",), {}), ((lib.device("cpu"), lib.float64), {}),
+            (("cpu",), {"dtype": lib.int32, "non_blocking": True}), ((lib.float16, False, True), {}),
+            ((lib.ones(1, dtype=lib.int8),), {"non_blocking": True}), ((lib.ones(1), True), {}), ((3.5,), {}),
+            ((1j,), {}), (("cpu", lib.float32, True, True), {}), ((), {"copy": True}),
+            ((), {"memory_format": lib.channels_last}), ((None,), {}), ((0,), {}), (("nope",), {}),
+            ((), {"device": "cpu", "dtype": lib.float64}), (("cpu", None, True), {}), ((lib.float64, True), {})]
+
+
+def _outcome(lib, args, kwargs):
+    try:
+        return ("ok", str(lib._C._nn._parse_to(*args, **kwargs)).replace(lib.__name__ + ".", ""))
+    except Exception as e:  # noqa: BLE001 - compared with torch's
+        return (type(e).__name__, str(e).split(",")[0])  # ember lists fewer device types
+
+
+@pytest.mark.parametrize("index", range(len(_parse_cases(torch))))
+def test_parse_to_as_torch(index):
+    want = _outcome(torch, *_parse_cases(torch)[index])
+    got = _outcome(ember, *_parse_cases(ember)[index])
+    assert got == want
+
+
+def test_jit_executor_switches_return_the_previous_value_as_torch():
+    for lib in (torch, ember):
+        c = lib._C
+        seen = [c._jit_set_profiling_mode(False), c._jit_set_profiling_mode(True), c._jit_set_profiling_mode(True),
+                c._jit_set_profiling_executor(False), c._jit_set_profiling_executor(True)]
+        assert seen == [True, False, True, True, False]
+        assert c._log_api_usage_once("ember.test") is None and c._GLIBCXX_USE_CXX11_ABI is True
+    with pytest.warns(UserWarning, match="bailout depth is deprecated"):
+        old = ember._C._jit_set_bailout_depth(5)
+    with pytest.warns(UserWarning):
+        assert ember._C._jit_set_bailout_depth(old) == 5
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_rebuild_helpers_share_the_storage(lib):
+    x = lib.arange(12.0).reshape(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        storage = x.storage()
+    hooks = collections.OrderedDict()
+    t = lib._utils._rebuild_tensor_v2(storage, 2, (2, 3), (4, 1), True, hooks)
+    assert t.tolist() == [[2.0, 3.0, 4.0], [6.0, 7.0, 8.0]] and t.requires_grad and t.is_leaf
+    assert t._backward_hooks is hooks and t.data_ptr() == x.data_ptr() + 8
+    p = lib._utils._rebuild_parameter(lib.ones(2), False, hooks)
+    assert type(p) is lib.nn.Parameter and not p.requires_grad and p._backward_hooks is hooks
+    sizes = [lib._utils._element_size(getattr(lib, d)) for d in
+             ("float16", "bfloat16", "complex64", "bool", "int64", "uint8", "complex128", "float64")]
+    assert sizes == [2, 2, 8, 1, 8, 1, 16, 8]
+    with pytest.raises(RuntimeError, match="^expected torch.dtype, but got <class 'str'>$"):
+        lib._utils._element_size("x")
+    with pytest.warns(UserWarning, match="is deprecated. Use `torch.compiler.is_compiling` instead"):
+        assert lib._utils.is_compiling() is False
+
+
+def test_cuda_bad_fork_and_pytree_is_leaf_as_torch():
+    assert ember.cuda._is_in_bad_fork() is torch.cuda._is_in_bad_fork() is False
+    import torch.utils._pytree as tp
+
+    import ember.utils._pytree as ep
+
+    for tree, is_leaf in (([1, 2], None), (3, None), ({"a": 1}, lambda x: isinstance(x, dict)), ((), None)):
+        with pytest.warns(FutureWarning, match="_is_leaf is private"):
+            want = tp._is_leaf(tree, is_leaf)
+        with pytest.warns(FutureWarning, match="_is_leaf is private"):
+            assert ep._is_leaf(tree, is_leaf) is want
