@@ -80,3 +80,22 @@ def test_cuda_bad_fork_and_pytree_is_leaf_as_torch():
             want = tp._is_leaf(tree, is_leaf)
         with pytest.warns(FutureWarning, match="_is_leaf is private"):
             assert ep._is_leaf(tree, is_leaf) is want
+
+
+def test_jit_fuser_switches_as_torch():
+    for lib in (torch, ember):
+        c = lib._C
+        assert c._jit_can_fuse_on_gpu() is False and c._get_privateuse1_backend_name() == "privateuseone"
+        before = c._jit_can_fuse_on_cpu()
+        assert c._jit_override_can_fuse_on_cpu(not before) is None and c._jit_can_fuse_on_cpu() is (not before)
+        c._jit_override_can_fuse_on_cpu(before)
+        texpr = c._jit_texpr_fuser_enabled()
+        assert c._jit_set_texpr_fuser_enabled(not texpr) is None and c._jit_texpr_fuser_enabled() is (not texpr)
+        c._jit_set_texpr_fuser_enabled(texpr)
+        assert c._jit_override_can_fuse_on_gpu(False) is None
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            c._jit_override_can_fuse_on_cpu("x")
+    with pytest.warns(UserWarning, match="is deprecated and a no-op"):
+        assert ember._C._jit_set_nvfuser_enabled(False) is None
+    with pytest.warns(UserWarning, match="is deprecated and a no-op"):
+        assert ember._C._jit_set_nvfuser_guard_mode(True) is None

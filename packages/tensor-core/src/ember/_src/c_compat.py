@@ -1,7 +1,8 @@
 """``torch._C`` entry points programs call directly, set on ember's native module at import (so
-``_C.pyi`` lists them): the TorchScript executor switches (ember has one executor: the setters
-keep and return the flag as PyTorch does), ``_log_api_usage_once``, ``_GLIBCXX_USE_CXX11_ABI``, and
-``_C._nn._parse_to`` (``Tensor.to``'s argument parsing, which ``nn.Module.to`` overrides use)."""
+``_C.pyi`` lists them): the TorchScript executor and fuser switches (ember has one executor and no
+TorchScript fuser: the setters keep and return the flags as PyTorch does), ``_log_api_usage_once``,
+``_GLIBCXX_USE_CXX11_ABI``, ``_get_privateuse1_backend_name`` and ``_C._nn._parse_to`` (``Tensor.to``'s
+argument parsing, which ``nn.Module.to`` overrides use)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,63 @@ def _jit_set_bailout_depth(depth: int) -> int:
                   stacklevel=2)
     old, _FLAGS["bailout_depth"] = _FLAGS["bailout_depth"], int(depth)
     return old
+
+
+def _bool_arg(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}(): incompatible function arguments. The following argument types are supported:\n"
+                        f"    1. (arg0: bool) -> None\n\nInvoked with: {value!r}")
+    return value
+
+
+_FLAGS.update(can_fuse_on_cpu=False, can_fuse_on_gpu=False, texpr_fuser=True)
+
+
+def _jit_can_fuse_on_cpu() -> bool:
+    """_jit_can_fuse_on_cpu() -> bool"""
+    return _FLAGS["can_fuse_on_cpu"]
+
+
+def _jit_can_fuse_on_gpu() -> bool:
+    """_jit_can_fuse_on_gpu() -> bool"""
+    return _FLAGS["can_fuse_on_gpu"]
+
+
+def _jit_override_can_fuse_on_cpu(arg0: bool) -> None:
+    """_jit_override_can_fuse_on_cpu(arg0: bool) -> None"""
+    _FLAGS["can_fuse_on_cpu"] = _bool_arg("_jit_override_can_fuse_on_cpu", arg0)
+
+
+def _jit_override_can_fuse_on_gpu(arg0: bool) -> None:
+    """_jit_override_can_fuse_on_gpu(arg0: bool) -> None"""
+    _FLAGS["can_fuse_on_gpu"] = _bool_arg("_jit_override_can_fuse_on_gpu", arg0)
+
+
+def _jit_texpr_fuser_enabled() -> bool:
+    """_jit_texpr_fuser_enabled() -> bool"""
+    return _FLAGS["texpr_fuser"]
+
+
+def _jit_set_texpr_fuser_enabled(arg0: bool) -> None:
+    """_jit_set_texpr_fuser_enabled(arg0: bool) -> None"""
+    _FLAGS["texpr_fuser"] = _bool_arg("_jit_set_texpr_fuser_enabled", arg0)
+
+
+def _jit_set_nvfuser_enabled(arg0: bool) -> None:
+    """_jit_set_nvfuser_enabled(arg0: bool) -> None: deprecated, does nothing (as PyTorch)"""
+    warnings.warn("nvfuser is no longer supported in torch script, use _jit_set_nvfuser_enabled is deprecated and a "
+                  "no-op", stacklevel=2)
+
+
+def _jit_set_nvfuser_guard_mode(arg0: bool) -> None:
+    """_jit_set_nvfuser_guard_mode(arg0: bool) -> None: deprecated, does nothing (as PyTorch)"""
+    warnings.warn("nvfuser is no longer supported in torch script, use _jit_set_nvfuser_guard_mode is deprecated and "
+                  "a no-op", stacklevel=2)
+
+
+def _get_privateuse1_backend_name() -> str:
+    """_get_privateuse1_backend_name() -> str"""
+    return "privateuseone"
 
 
 def _log_api_usage_once(event: str) -> None:
@@ -75,7 +133,10 @@ def _parse_to(*args, **kwargs):
 
 
 def install(native) -> None:
-    for fn in (_jit_set_profiling_mode, _jit_set_profiling_executor, _jit_set_bailout_depth, _log_api_usage_once):
+    for fn in (_jit_set_profiling_mode, _jit_set_profiling_executor, _jit_set_bailout_depth, _log_api_usage_once,
+               _jit_can_fuse_on_cpu, _jit_can_fuse_on_gpu, _jit_override_can_fuse_on_cpu, _jit_override_can_fuse_on_gpu,
+               _jit_texpr_fuser_enabled, _jit_set_texpr_fuser_enabled, _jit_set_nvfuser_enabled,
+               _jit_set_nvfuser_guard_mode, _get_privateuse1_backend_name):
         setattr(native, fn.__name__, fn)
     native._GLIBCXX_USE_CXX11_ABI = True
     nn = types.ModuleType("ember._C._nn", "Native nn helpers: ``_parse_to``.")
