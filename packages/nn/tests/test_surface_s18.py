@@ -99,3 +99,62 @@ def test_jit_fuser_switches_as_torch():
         assert ember._C._jit_set_nvfuser_enabled(False) is None
     with pytest.warns(UserWarning, match="is deprecated and a no-op"):
         assert ember._C._jit_set_nvfuser_guard_mode(True) is None
+
+
+def test_optimizer_module_helpers_as_torch():
+    import torch.optim.optimizer as to
+
+    import ember.optim.optimizer as eo
+
+    assert eo._get_capturable_supported_devices() == to._get_capturable_supported_devices()
+    assert eo._get_capturable_supported_devices(False) == to._get_capturable_supported_devices(False)
+    assert eo._get_fused_kernels_supported_devices() == to._get_fused_kernels_supported_devices()
+    assert eo._get_foreach_kernels_supported_devices() == to._get_foreach_kernels_supported_devices()
+    def picks(lib, mod):
+        floats, ints = [lib.ones(2), lib.nn.Parameter(lib.ones(1)), None], [lib.ones(2, dtype=lib.int64)]
+        return [mod._default_to_fused_or_foreach(p, d, f) for p in (floats, ints) for d in (False, True)
+                for f in (False, True)]
+
+    assert picks(ember, eo) == picks(torch, to)
+    assert str(eo.ParamsT).replace("ember.Tensor", "torch.Tensor") == str(to.ParamsT)
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_use_grad_for_differentiable_sets_grad_mode_from_defaults(lib):
+    import importlib
+
+    mod = importlib.import_module(lib.__name__ + ".optim.optimizer")
+    seen = []
+
+    class Opt:
+        def __init__(self, differentiable):
+            self.defaults = {"differentiable": differentiable}
+
+        @mod._use_grad_for_differentiable
+        def step(self, value):
+            """docstring kept"""
+            seen.append(lib.is_grad_enabled())
+            return value
+
+    assert Opt(False).step(3) == 3 and Opt(True).step(4) == 4
+    with lib.no_grad():
+        Opt(True).step(0)
+    assert seen == [False, True, True] and lib.is_grad_enabled()
+    assert Opt.step.__doc__ == "docstring kept" and Opt.step.__name__ == "step"
+    with pytest.raises(KeyError):
+        Opt.step(type("NoDefaults", (), {"defaults": {}})(), 1)
+
+
+def test_transformer_activation_and_mps_version_check_as_torch():
+    import torch.nn.modules.transformer as tt
+
+    import ember.nn.modules.transformer as et
+
+    assert et._get_activation_fn("relu") is ember.nn.functional.relu
+    assert et._get_activation_fn("gelu") is ember.nn.functional.gelu
+    for mod in (tt, et):
+        with pytest.raises(RuntimeError, match="^activation should be relu/gelu, not tanh$"):
+            mod._get_activation_fn("tanh")
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="^Cannot execute isOnMacOSorNewer\\(\\) without MPS backend.$"):
+            lib.backends.mps.is_macos_or_newer(13, 0)
