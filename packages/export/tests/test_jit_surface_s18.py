@@ -71,3 +71,12 @@ def test_jit_isinstance_warns_on_empty_containers():
     for lib in (torch, ember):
         with pytest.warns(UserWarning, match="inner type of a container is lost"):
             assert lib.jit.isinstance([], List[int])
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_a_traced_module_is_a_traced_module(lib):
+    model = lib.nn.Linear(3, 2)
+    traced = lib.jit.trace(model, lib.ones(1, 3))
+    assert isinstance(traced, lib.jit.TracedModule) and isinstance(traced, lib.jit.ScriptModule)
+    assert not isinstance(model, lib.jit.TracedModule)
+    assert not isinstance(lib.jit.script(model), lib.jit.TracedModule)

@@ -18,8 +18,12 @@ from ._state import annotate, export, ignore, is_scripting, is_tracing, unused
 from ._surface import isinstance, script_if_tracing
 from ._trace import TracerWarning, TracingCheckError, trace, trace_module
 
+# PyTorch's TracedModule is the base of TopLevelTracedModule; ember's traces are all top-level ones
+# (``isinstance(m, jit.TracedModule)`` is the check programs make)
+TracedModule = TopLevelTracedModule
+
 __all__ = [
-    "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracerWarning",
-    "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing", "isinstance", "load",
+    "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracedModule",
+    "TracerWarning", "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing", "isinstance", "load",
     "optimize_for_inference", "save", "script", "script_if_tracing", "trace", "trace_module", "unused",
 ]
