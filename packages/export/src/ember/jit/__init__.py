@@ -24,6 +24,7 @@ TracedModule = TopLevelTracedModule
 
 __all__ = [
     "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracedModule",
-    "TracerWarning", "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing", "isinstance", "load",
-    "optimize_for_inference", "save", "script", "script_if_tracing", "trace", "trace_module", "unused",
+    "TracerWarning", "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing",
+    "isinstance", "load", "optimize_for_inference", "save", "script", "script_if_tracing", "trace", "trace_module",
+    "unused",
 ]
