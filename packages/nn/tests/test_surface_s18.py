@@ -158,3 +158,15 @@ def test_transformer_activation_and_mps_version_check_as_torch():
     for lib in (torch, ember):
         with pytest.raises(RuntimeError, match="^Cannot execute isOnMacOSorNewer\\(\\) without MPS backend.$"):
             lib.backends.mps.is_macos_or_newer(13, 0)
+
+
+@pytest.mark.parametrize("name, args", [("_record_memory_history", ()), ("_record_memory_history", (None,)),
+                                        ("_snapshot", ()), ("_dump_snapshot", ("x.pickle",))])
+def test_cuda_memory_history_raises_as_torch_without_cuda(name, args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AttributeError) as want:
+        getattr(torch.cuda.memory, name)(*args)
+    with pytest.raises(AttributeError) as got:
+        getattr(ember.cuda.memory, name)(*args)
+    assert str(got.value) == str(want.value).replace("torch", "ember")
+    assert not list(tmp_path.iterdir())
