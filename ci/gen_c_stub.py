@@ -174,7 +174,9 @@ def render(module) -> str:
         if name.startswith("__"):
             continue
         value = getattr(module, name)
-        if isinstance(value, type):
+        if isinstance(value, type) and value.__module__ == "builtins" and value.__name__ != name:
+            blocks.append(f"{name}: type[{value.__name__}]")  # an alias of a builtin class (_TensorMeta: type)
+        elif isinstance(value, type):
             blocks.append("\n".join(_class(name, value)))
         elif callable(value):
             blocks.append("\n".join(_functions(name, value, "", False)))

@@ -170,3 +170,28 @@ def test_cuda_memory_history_raises_as_torch_without_cuda(name, args, tmp_path, 
         getattr(ember.cuda.memory, name)(*args)
     assert str(got.value) == str(want.value).replace("torch", "ember")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_rebuild_from_type_v2_restores_subclass_and_state(lib):
+    import importlib
+
+    tensor_mod = importlib.import_module(lib.__name__ + "._tensor")
+    from_c = importlib.import_module(lib.__name__ + "._C")
+
+    class Tagged(lib.Tensor):
+        pass
+
+    class WithSetstate(lib.Tensor):
+        def __setstate__(self, state):
+            self.seen = state
+
+    assert tensor_mod.Tensor is lib.Tensor and isinstance(lib.Tensor, from_c._TensorMeta)
+    t = tensor_mod._rebuild_from_type_v2(lambda: lib.ones(2), Tagged, (), {"tag": 3})
+    assert type(t) is Tagged and t.tag == 3 and t.tolist() == [1.0, 1.0]
+    t = tensor_mod._rebuild_from_type_v2(lib.zeros, lib.Tensor, (3,), ({"a": 1}, {"b": 2}))
+    assert type(t) is lib.Tensor and (t.a, t.b) == (1, 2)
+    t = tensor_mod._rebuild_from_type_v2(lib.zeros, WithSetstate, (1,), "raw")
+    assert type(t) is WithSetstate and t.seen == "raw"
+    with pytest.raises(RuntimeError, match="^Invalid serialized state: \\(1, 2, 3\\)$"):
+        tensor_mod._rebuild_from_type_v2(lib.zeros, lib.Tensor, (1,), (1, 2, 3))

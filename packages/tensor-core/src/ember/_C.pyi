@@ -107,6 +107,8 @@ class TensorBase:
 
 _GLIBCXX_USE_CXX11_ABI: bool
 
+_TensorMeta: type[type]
+
 def _autograd_setup(*args, **kwargs) -> typing.Any: ...
 
 def _bump_versions(*lists) -> typing.Any: ...

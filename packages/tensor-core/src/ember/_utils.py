@@ -52,3 +52,20 @@ def is_compiling() -> bool:
     except AttributeError:  # ember-compile not installed: nothing compiles
         return False
     return compiler.is_compiling()
+
+
+def _set_obj_state(obj, state):
+    """Sets the pickled attributes ``state`` (a ``__dict__``, or a (dict, slots) pair) on ``obj``."""
+    if isinstance(state, tuple):
+        if not len(state) == 2:
+            raise RuntimeError(f"Invalid serialized state: {state}")
+        dict_state, slots_state = state
+    else:
+        dict_state, slots_state = state, None
+    if dict_state:
+        for k, v in dict_state.items():
+            setattr(obj, k, v)
+    if slots_state:
+        for k, v in slots_state.items():
+            setattr(obj, k, v)
+    return obj

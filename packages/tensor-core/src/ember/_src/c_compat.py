@@ -139,6 +139,10 @@ def install(native) -> None:
                _jit_set_nvfuser_guard_mode, _get_privateuse1_backend_name):
         setattr(native, fn.__name__, fn)
     native._GLIBCXX_USE_CXX11_ABI = True
+    # the metaclass of Tensor (PyTorch's is a class of its own; ember's Tensor is an ordinary class)
+    from ember._src.tensor import Tensor
+
+    native._TensorMeta = type(Tensor)
     nn = types.ModuleType("ember._C._nn", "Native nn helpers: ``_parse_to``.")
     nn._parse_to = _parse_to
     native._nn = nn
