@@ -161,3 +161,29 @@ def test_policy_enum_as_torch():
     assert [(p.name, p.value) for p in mine] == [(p.name, p.value) for p in ref]
     ctx = ember.utils.checkpoint.SelectiveCheckpointContext(is_recompute=False)
     assert ctx.is_recompute is False and ctx.op_output is None
+
+
+def _views_and_multi_outputs(lib, x, w):
+    a, b = (x @ w).chunk(2, dim=-1)
+    h = lib.nn.functional.gelu(a).transpose(0, 1) * b.t()
+    h = lib.nn.functional.layer_norm(h, h.shape[-1:])
+    return lib.softmax(h, -1)
+
+
+@pytest.mark.parametrize("policy", ["save_all", "recompute_all", "mm_list"])
+def test_multi_output_and_view_ops_give_the_uncheckpointed_gradients(policy):
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        x = lib.randn(4, 6, dtype=lib.float64, requires_grad=True)
+        w = lib.randn(6, 8, dtype=lib.float64, requires_grad=True)
+        ref = _views_and_multi_outputs(lib, x, w)
+        g = lib.randn_like(ref)
+        ref.backward(g)
+        want = x.grad.clone(), w.grad.clone()
+        x.grad = w.grad = None
+        context_fn = functools.partial(lib.utils.checkpoint.create_selective_checkpoint_contexts,
+                                       _POLICIES[policy](lib))
+        out = lib.utils.checkpoint.checkpoint(functools.partial(_views_and_multi_outputs, lib), x, w,
+                                              use_reentrant=False, context_fn=context_fn)
+        out.backward(g)
+        assert (x.grad - want[0]).abs().max().item() == 0 and (w.grad - want[1]).abs().max().item() == 0
