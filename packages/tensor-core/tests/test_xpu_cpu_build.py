@@ -42,3 +42,24 @@ def test_setting_rng_state_does_nothing_as_torch():
         ember.xpu.set_per_process_memory_fraction(0.5)
     with pytest.raises(AssertionError, match="not compiled with XPU enabled"):
         torch.xpu.set_per_process_memory_fraction(0.5)
+
+
+_MTIA = ["is_available", "device_count", "is_initialized", "current_device", "synchronize", "empty_cache",
+         "memory_stats", "get_device_capability", "init", "get_rng_state", "memory_allocated", "max_memory_allocated",
+         "reset_peak_memory_stats", "is_bf16_supported", "get_device_properties", "current_stream", "default_stream",
+         "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state_all", "set_device",
+         "set_rng_state", "set_rng_state_all"]
+
+
+@pytest.mark.parametrize("name", _MTIA)
+def test_mtia_answers_as_torch(name):
+    def call(lib):
+        args = {"manual_seed": (0,), "manual_seed_all": (0,), "set_device": (0,),
+                "set_rng_state": (lib.zeros(5, dtype=lib.uint8),), "set_rng_state_all": ([],)}.get(name, ())
+        try:
+            return ("ok", getattr(lib.mtia, name)(*args))
+        except Exception as e:  # noqa: BLE001 - compared with torch's
+            return (type(e).__name__, str(e).replace("ember", "Torch"))
+
+    assert call(ember) == call(torch)
+    assert sorted(ember.mtia.__all__) == sorted(set(_MTIA))

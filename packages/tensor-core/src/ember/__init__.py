@@ -49,7 +49,7 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
-    if name in ("__config__", "quasirandom", "_utils", "_tensor"):  # torch.__config__.show(), ...: on first use
+    if name in ("__config__", "quasirandom", "_utils", "_tensor", "mtia"):  # torch.__config__, ...: on first use
         import importlib
 
         return importlib.import_module("ember." + name)
