@@ -80,3 +80,31 @@ def test_a_traced_module_is_a_traced_module(lib):
     assert isinstance(traced, lib.jit.TracedModule) and isinstance(traced, lib.jit.ScriptModule)
     assert not isinstance(model, lib.jit.TracedModule)
     assert not isinstance(lib.jit.script(model), lib.jit.TracedModule)
+
+
+@pytest.mark.parametrize("check", ["is_tuple", "is_list", "is_dict", "is_optional", "is_union"])
+def test_jit_annotations_checks_as_torch(check):
+    import torch.jit.annotations as ta
+
+    import ember.jit.annotations as ea
+
+    forms = [Tuple[int, str], tuple[int], List[int], list[str], Dict[str, int], dict[str, int], Optional[int],
+             int | None, int | str, "List[int]", int, None, list, tuple, dict, Tuple, List, Dict, Optional]
+    forms.append(__import__("typing").Union)
+    for form in forms:
+        try:
+            want = ("ok", getattr(ta, check)(form))
+        except RuntimeError as e:
+            want = ("error", str(e))
+        try:
+            got = ("ok", getattr(ea, check)(form))
+        except RuntimeError as e:
+            got = ("error", str(e))
+        assert got == want, form
+
+
+def test_jit_annotations_reexports_typing_names():
+    import ember.jit.annotations as ea
+
+    assert ea.List is List and ea.Tuple is Tuple and ea.Dict is Dict and ea.Optional is Optional
+    assert ea.BroadcastingList2[int] is None and ea.BroadcastingList3 is ea.BroadcastingList1
