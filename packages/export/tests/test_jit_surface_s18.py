@@ -108,3 +108,37 @@ def test_jit_annotations_reexports_typing_names():
 
     assert ea.List is List and ea.Tuple is Tuple and ea.Dict is Dict and ea.Optional is Optional
     assert ea.BroadcastingList2[int] is None and ea.BroadcastingList3 is ea.BroadcastingList1
+
+
+class _Plain:
+    pass
+
+
+class _Colour(__import__("enum").Enum):
+    RED = 1
+
+
+def test_jit_internal_qualified_name_and_copy_wrapper_as_torch():
+    import torch._jit_internal as tj
+
+    import ember._jit_internal as ej
+
+    def f():
+        pass
+
+    class Local:
+        pass
+
+    overridden = type("Over", (), {"_jit_override_qualname": "my.Name"})
+    for obj in (_Plain, f, Local, lambda: 0, overridden, torch.nn.Linear, _Colour.RED):
+        for mangle in (True, False):
+            assert ej._qualified_name(obj, mangle) == tj._qualified_name(obj, mangle)
+    for bad in (object(), 3):
+        with pytest.raises(RuntimeError) as want:
+            tj._qualified_name(bad)
+        with pytest.raises(RuntimeError) as got:
+            ej._qualified_name(bad)
+        assert str(got.value) == str(want.value)
+    g = ej._copy_to_script_wrapper(f)
+    assert g is f and f._torchscript_modifier == tj.FunctionModifiers.COPY_TO_SCRIPT_WRAPPER
+    assert ember._jit_internal is ej

@@ -29,7 +29,7 @@ _torch_alias.install()  # `sys.modules['torch'] = ember` then `import torch.nn` 
 _OPTIONAL_SUBPACKAGES = (
     "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
     "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
-    "_inductor", "_export", "_ops", "_subclasses",
+    "_inductor", "_export", "_ops", "_subclasses", "_jit_internal",
 )
 
 
