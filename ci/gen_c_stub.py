@@ -174,10 +174,14 @@ def render(module) -> str:
         if name.startswith("__"):
             continue
         value = getattr(module, name)
-        if isinstance(value, type):
+        if isinstance(value, type) and value.__module__ == "builtins" and value.__name__ != name:
+            blocks.append(f"{name}: type[{value.__name__}]")  # an alias of a builtin class (_TensorMeta: type)
+        elif isinstance(value, type):
             blocks.append("\n".join(_class(name, value)))
         elif callable(value):
             blocks.append("\n".join(_functions(name, value, "", False)))
+        elif type(value) is type(sys):  # a submodule set on _C (_C._nn)
+            blocks.append(f"{name}: typing.Any  # module")
         else:
             blocks.append(f"{name}: {type(value).__name__}")
     return HEADER + "\n" + "\n\n".join(blocks) + "\n"

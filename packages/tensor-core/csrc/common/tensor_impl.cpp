@@ -864,6 +864,35 @@ PyObject* py_share_version_counter(PyObject*, PyObject* const* args, Py_ssize_t 
   Py_RETURN_NONE;
 }
 
+// _swap_tensor_impl(a, b): a and b exchange everything they are (storage, sizes, strides, dtype,
+// device, autograd fields, version counter, __dict__) but their identity, type and weak references
+// (torch.utils.swap_tensors swaps the classes and checks the rest in Python first).
+PyObject* py_swap_tensor_impl(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!two_tensors(args, nargs, "_swap_tensor_impl")) return nullptr;
+  auto* a = reinterpret_cast<TensorObject*>(args[0]);
+  auto* b = reinterpret_cast<TensorObject*>(args[1]);
+  if (a == b) Py_RETURN_NONE;
+  const bool a_sizes_inline = a->sizes == a->inline_dims, b_sizes_inline = b->sizes == b->inline_dims;
+  const bool a_strides_inline = a->strides == a->inline_dims + kInlineDims;
+  const bool b_strides_inline = b->strides == b->inline_dims + kInlineDims;
+  PyObject* a_weak = a->weakreflist;
+  PyObject* b_weak = b->weakreflist;
+  constexpr size_t start = offsetof(TensorObject, storage);
+  constexpr size_t size = sizeof(TensorObject) - start;
+  unsigned char tmp[size];
+  std::memcpy(tmp, reinterpret_cast<unsigned char*>(a) + start, size);
+  std::memcpy(reinterpret_cast<unsigned char*>(a) + start, reinterpret_cast<unsigned char*>(b) + start, size);
+  std::memcpy(reinterpret_cast<unsigned char*>(b) + start, tmp, size);
+  a->weakreflist = a_weak;
+  b->weakreflist = b_weak;
+  // sizes/strides kept inline point into their own object's buffer, which moved with them
+  if (b_sizes_inline) a->sizes = a->inline_dims;
+  if (a_sizes_inline) b->sizes = b->inline_dims;
+  if (b_strides_inline) a->strides = a->inline_dims + kInlineDims;
+  if (a_strides_inline) b->strides = b->inline_dims + kInlineDims;
+  Py_RETURN_NONE;
+}
+
 // _new_version_counter(t): t gets a fresh counter at 0 (Tensor.data: same memory, a counter of its own).
 PyObject* py_new_version_counter(PyObject*, PyObject* arg) {
   if (!is_tensor_base(arg)) {
@@ -1088,6 +1117,9 @@ PyMethodDef tensor_functions[] = {
     {"_share_version_counter",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_share_version_counter)), METH_FASTCALL,
      "_share_version_counter(dst, src): dst shares src's version counter."},
+    {"_swap_tensor_impl",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_swap_tensor_impl)), METH_FASTCALL,
+     "_swap_tensor_impl(a, b): a and b exchange their contents (torch.utils.swap_tensors)."},
     {"_new_version_counter", py_new_version_counter, METH_O,
      "_new_version_counter(t): t gets a version counter of its own, at 0."},
     {"_keep_version_counter", py_keep_version_counter, METH_O,

@@ -29,7 +29,7 @@ _torch_alias.install()  # `sys.modules['torch'] = ember` then `import torch.nn` 
 _OPTIONAL_SUBPACKAGES = (
     "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
     "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
-    "_inductor", "_export", "_ops", "_subclasses",
+    "_inductor", "_export", "_ops", "_subclasses", "_jit_internal",
 )
 
 
@@ -49,10 +49,10 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
-    if name == "__config__":  # torch.__config__.show()/parallel_info(): loaded on first use
+    if name in ("__config__", "quasirandom", "_utils", "_tensor", "mtia"):  # torch.__config__, ...: on first use
         import importlib
 
-        return importlib.import_module("ember.__config__")
+        return importlib.import_module("ember." + name)
     if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
         try:
             return __getattr__("func").vmap  # an optional subpackage: the core imports no upper package

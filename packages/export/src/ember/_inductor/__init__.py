@@ -4,11 +4,14 @@
 library of generated C kernels with the call plan and the weights embedded); ``aoti_load_package``
 loads and runs it without the model's Python source. The compiler itself is
 ``ember.compiler.inductor`` (its settings are ``config``, PyTorch's ``torch._inductor.config``); the
-packaging lives in ``ember.export._aoti``.
+packaging lives in ``ember.export._aoti``. ``utils.fresh_inductor_cache`` gives a block a new compile
+cache directory; ``cudagraph_mark_step_begin`` is ``ember.compiler``'s (no CUDA graphs on the CPU).
 """
 
+from ember.compiler import cudagraph_mark_step_begin
 from ember.compiler.inductor import config
 from ember.export._aoti import AOTICompileError, aoti_compile_and_package
 from ember.export._aoti_runtime import AOTICompiledModel, aoti_load_package
 
-__all__ = ["AOTICompileError", "AOTICompiledModel", "aoti_compile_and_package", "aoti_load_package", "config"]
+__all__ = ["AOTICompileError", "AOTICompiledModel", "aoti_compile_and_package", "aoti_load_package", "config",
+           "cudagraph_mark_step_begin"]

@@ -506,3 +506,57 @@ def _no_grad_step(step: Callable) -> Callable:
             return step(self, *args, **kwargs)
 
     return wrapper
+
+
+# ---- PyTorch's module-level helpers that third-party optimizers import (timm, lightning) ----------
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+
+_foreach_supported_types = [Tensor, ember.nn.Parameter]
+
+
+def _get_foreach_kernels_supported_devices() -> list[str]:
+    """The device types PyTorch has multi-tensor (foreach) kernels for."""
+    return ["cuda", "xpu", "mtia", ember._C._get_privateuse1_backend_name()]
+
+
+def _get_fused_kernels_supported_devices() -> list[str]:
+    """The device types PyTorch has fused optimizer kernels for."""
+    return ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", ember._C._get_privateuse1_backend_name()]
+
+
+def _get_capturable_supported_devices(supports_xla: bool = True) -> list[str]:
+    """The device types a ``capturable`` optimizer may run on."""
+    devices = ["cuda", "xpu", "hpu", ember._C._get_privateuse1_backend_name()]
+    if supports_xla:
+        devices.append("xla")
+    return devices
+
+
+def _default_to_fused_or_foreach(params: list, differentiable: bool, use_fused: bool = False) -> tuple[bool, bool]:
+    """(fused, foreach): the implementation PyTorch picks by default for ``params``."""
+    if differentiable:
+        return False, False
+    fused_devices = _get_fused_kernels_supported_devices()
+    foreach_devices = _get_foreach_kernels_supported_devices()
+    fused = use_fused and all(p is None or (type(p) in _foreach_supported_types and p.device.type in fused_devices
+                                            and ember.is_floating_point(p)) for p in params)
+    foreach = not fused and all(p is None or (type(p) in _foreach_supported_types
+                                              and p.device.type in foreach_devices) for p in params)
+    return fused, foreach
+
+
+def _use_grad_for_differentiable(func):
+    """Runs an optimizer's ``step`` with grad mode set to its ``defaults["differentiable"]``."""
+
+    def _use_grad(*args, **kwargs):
+        self = args[0]
+        prev_grad = ember.is_grad_enabled()
+        try:
+            ember.set_grad_enabled(self.defaults["differentiable"])
+            return func(*args, **kwargs)
+        finally:
+            ember.set_grad_enabled(prev_grad)
+
+    functools.update_wrapper(_use_grad, func)
+    return _use_grad

@@ -6,6 +6,10 @@ distributions in every install mode (notes/build-facts.md).
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+from ember.utils._swap import swap_tensors  # noqa: E402
+
+__all__ = ["swap_tensors"]
+
 
 def __getattr__(name: str):
     # `import ember` then `ember.utils.data.DataLoader`, as `torch.utils.data` after `import torch`:

@@ -34,3 +34,12 @@ from ember.autograd._pytree import (  # noqa: F401 - private names libraries imp
     _tuple_flatten,
     _tuple_unflatten,
 )
+
+
+def _is_leaf(tree, is_leaf=None) -> bool:
+    """Deprecated (PyTorch's private name, still used): ``tree_is_leaf``."""
+    import warnings
+
+    warnings.warn("torch.utils._pytree._is_leaf is private and will be removed in a future release. Please use "
+                  "torch.utils._pytree.tree_is_leaf instead.", FutureWarning, stacklevel=2)
+    return tree_is_leaf(tree, is_leaf=is_leaf)  # noqa: F405 - from the star import

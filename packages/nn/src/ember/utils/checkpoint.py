@@ -17,15 +17,20 @@ that the caller did not ask for.
 from __future__ import annotations
 
 import contextlib
+import enum
+import threading
 import warnings
+from collections import defaultdict
 
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.dispatch import DispatchMode
 
 __all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop",
            "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
-           "noop_context_fn", "DefaultDeviceType", "set_checkpoint_debug_enabled"]
+           "noop_context_fn", "DefaultDeviceType", "set_checkpoint_debug_enabled", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts"]
 
 
 class CheckpointError(RuntimeError):
@@ -189,6 +194,15 @@ class set_checkpoint_early_stop:  # noqa: N801
         return False
 
 
+# the non-reentrant checkpoints running their function (forward or recomputation), innermost last:
+# a selective-checkpoint mode reads the saves of the op it runs from the innermost one
+_FRAMES = threading.local()
+
+
+def _active_frames() -> list:
+    return _FRAMES.__dict__.setdefault("stack", [])
+
+
 def _metadata(t: Tensor) -> dict:
     return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
 
@@ -207,9 +221,13 @@ class _Frame:
         self.rng_state, self.autocast, self.recompute_ctx, self.check = rng_state, autocast, recompute_ctx, check
         self.saved: list = []  # metadata of the forward's saved tensors
         self.recomputed: dict = {}
+        self.capture: list | None = None  # the tensors saved meanwhile, while a SAC mode runs an op
+        self.repack = None  # during the recomputation: what saves a tensor for the original graph
 
     def pack(self, t: Tensor) -> int:
         self.saved.append(_metadata(t))
+        if self.capture is not None:
+            self.capture.append(t)
         return len(self.saved) - 1
 
     def unpack(self, index: int) -> Tensor:
@@ -239,6 +257,8 @@ class _Frame:
         args = [a.unpack() if isinstance(a, SavedTensor) else a for a in self.args]
         args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in args]
         current_rng = ember.get_rng_state() if self.rng_state is not None else None
+        self.repack = pack
+        _active_frames().append(self)
         try:
             if self.rng_state is not None:
                 ember.set_rng_state(self.rng_state)
@@ -249,6 +269,8 @@ class _Frame:
         except _StopRecomputation:
             pass
         finally:
+            _active_frames().pop()
+            self.repack = None
             if current_rng is not None:
                 ember.set_rng_state(current_rng)
         if len(recomputed) != len(self.saved):
@@ -277,7 +299,11 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, dete
                    (ember.is_autocast_enabled("cpu"), ember.get_autocast_dtype("cpu")), recompute_ctx,
                    determinism_check == "default")
     with forward_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
-        return function(*args, **kwargs)
+        _active_frames().append(frame)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _active_frames().pop()
 
 
 def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
@@ -321,3 +347,207 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         end = start + segment_size - 1
         input = checkpoint(run(start, end, functions), input, use_reentrant=use_reentrant, **kwargs)
     return run(end + 1, n - 1, functions)(input)
+
+
+# ---- selective activation checkpointing ------------------------------------------------------------
+
+
+class SelectiveCheckpointContext:
+    """What a selective-checkpoint policy gets besides the op: ``op_output`` (the op has run when the
+    policy is asked) and ``is_recompute`` (always False: the policy is asked in the forward only)."""
+
+    def __init__(self, *, is_recompute, op_output=None) -> None:
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+class CheckpointPolicy(enum.Enum):
+    """Whether an op's output is kept from the forward (``*_SAVE``) or recomputed in backward
+    (``*_RECOMPUTE``); ``MUST_*`` is not to be overridden by a compiler, ``*_CPU_OFFLOAD`` keeps it
+    (on the CPU, where ember's tensors already are)."""
+
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+def _policy_from_bool(b):
+    return CheckpointPolicy.MUST_SAVE if b else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+_RECOMPUTE = object()
+_CONSUMED = object()
+_SAC_MISMATCH_MSG = ("This can happen if the operations in the checkpointed region are nondeterministic or depend on "
+                     "global state that changed between forward and backward.")
+
+
+def _sac_ignored(func) -> bool:
+    # PyTorch's checkpoint adds detaches of its own, a different number in forward and recomputation
+    return getattr(func, "name", None) in ("detach", "detach_")
+
+
+class _VersionWrapper:
+    """A cached output and its version when cached: a later in-place change is an error."""
+
+    def __init__(self, val) -> None:
+        self.val = val
+        self.version = val._version if isinstance(val, Tensor) else None
+
+    def get_val(self, allow_cache_entry_mutation):
+        if self.version is not None and not allow_cache_entry_mutation and self.val._version != self.version:
+            raise RuntimeError("Tensor cached during selective activation checkpoint has been mutated")
+        return self.val
+
+
+class _CachedOp:
+    """One cached op call: its outputs (detached, with whether each required grad) and, for the
+    tensors it saved for backward in the forward, where each came from (an argument, an output,
+    or the tensor itself), so that the recomputation saves the same ones without running it."""
+
+    __slots__ = ("outputs", "requires_grad", "saves")
+
+    def __init__(self, out, captured, args, kwargs) -> None:
+        from ember.utils._pytree import tree_leaves, tree_map
+
+        arg_leaves = tree_leaves((args, kwargs))
+        out_leaves = tree_leaves(out)
+        self.outputs = tree_map(lambda x: _VersionWrapper(x.detach() if isinstance(x, Tensor) else x), out)
+        self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in out_leaves]
+        self.saves = []
+        for t in captured:
+            where = next((("arg", i) for i, a in enumerate(arg_leaves) if a is t), None) or \
+                next((("out", j) for j, o in enumerate(out_leaves) if o is t), None)
+            self.saves.append(where or ("keep", t.detach()))
+
+    def replay(self, allow_cache_entry_mutation, args, kwargs):
+        from ember.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+
+        values = tree_map(lambda w: w.get_val(allow_cache_entry_mutation), self.outputs)
+        leaves, spec = tree_flatten(values)
+        # the recomputation records a graph as the op would (its ops save what they saved in the
+        # forward); only those saved tensors are used, never this graph
+        leaves = [x.detach().requires_grad_(True) if rg else x for x, rg in zip(leaves, self.requires_grad)]
+        frames = _active_frames()
+        if frames and frames[-1].repack is not None and self.saves:
+            arg_leaves = tree_leaves((args, kwargs))
+            for kind, where in self.saves:
+                frames[-1].repack(arg_leaves[where] if kind == "arg" else leaves[where] if kind == "out" else where)
+        return tree_unflatten(leaves, spec)
+
+
+class _CachingTorchDispatchMode(DispatchMode):
+    """The forward's side of selective checkpointing: asks the policy about each op it ran and
+    keeps the outputs of those to save."""
+
+    def __init__(self, policy_fn, storage) -> None:
+        self.policy_fn = policy_fn
+        self.storage = storage
+        self.func_counter: dict = defaultdict(int)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = {} if kwargs is None else kwargs
+        if _sac_ignored(func):
+            return func(*args, **kwargs)
+        frames = _active_frames()
+        frame = frames[-1] if frames else None
+        outer = frame.capture if frame is not None else None
+        if frame is not None:
+            frame.capture = []
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            captured = frame.capture if frame is not None else []
+            if frame is not None:
+                frame.capture = outer
+                if outer is not None:
+                    outer.extend(captured)
+        idx = self.func_counter[func]
+        self.func_counter[func] += 1
+        policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=out), func, *args, **kwargs)
+        if isinstance(policy, bool):
+            policy = _policy_from_bool(policy)
+        if policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE):
+            self.storage[func][idx] = _CachedOp(out, captured, args, kwargs)
+        else:
+            self.storage[func][idx] = _RECOMPUTE
+        return out
+
+
+class _CachedTorchDispatchMode(DispatchMode):
+    """The recomputation's side: ops the forward saved give their kept outputs instead of running."""
+
+    def __init__(self, policy_fn, storage, allow_cache_entry_mutation=False) -> None:
+        self.storage = storage
+        self.allow_cache_entry_mutation = allow_cache_entry_mutation
+        self.func_counter: dict = defaultdict(int)
+
+    def __enter__(self):
+        self.func_counter.clear()  # a second backward then meets "backward an extra time"
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = {} if kwargs is None else kwargs
+        if _sac_ignored(func):
+            return func(*args, **kwargs)
+        idx = self.func_counter[func]
+        self.func_counter[func] += 1
+        func_storage = self.storage.get(func)
+        if func_storage is None:
+            raise RuntimeError(f"{_op_str(func)} encountered during backward but not found in storage. "
+                               f"{_SAC_MISMATCH_MSG}")
+        entry = func_storage.get(idx)
+        if entry is None:
+            raise RuntimeError(f"{_op_str(func)} invocation index {idx} encountered during backward but not found "
+                               f"in storage. {_SAC_MISMATCH_MSG}")
+        if entry is _CONSUMED:
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any region "
+                               "computed under selective activation checkpoint.")
+        if entry is _RECOMPUTE:
+            return func(*args, **kwargs)
+        func_storage[idx] = _CONSUMED
+        return entry.replay(self.allow_cache_entry_mutation, args, kwargs)
+
+
+def _op_str(func) -> str:
+    name = getattr(func, "name", None)
+    return f"aten.{name}.default" if isinstance(name, str) else str(func)
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """The ``context_fn`` pair of selective activation checkpointing: with
+    ``checkpoint(fn, ..., use_reentrant=False, context_fn=lambda: create_selective_checkpoint_contexts(p))``
+    the outputs of the ops ``p`` saves (``p(ctx, op, *args, **kwargs)`` returns a ``CheckpointPolicy``
+    or a bool; a list of ops means ``MUST_SAVE`` for those, ``PREFER_RECOMPUTE`` for the rest) are
+    kept from the forward and not recomputed in backward. ``allow_cache_entry_mutation`` lets a
+    kept output be changed in place afterwards (an error otherwise)."""
+    if isinstance(policy_fn_or_list, list):
+        import sys
+
+        from ember._src.dispatch import Op
+
+        # ember.ops.aten's overloads (ember-compile, a package above this one: looked up, not imported;
+        # an aten overload in the list means it is loaded) and ember's own ops are the overloads
+        aten = sys.modules.get("ember._ops")
+        overloads = (Op, aten.OpOverload) if aten is not None else (Op,)
+        for op in policy_fn_or_list:
+            if not isinstance(op, overloads):
+                extra = ("Please update the OpOverloadPacket to a specific OpOverload.For example, if you have "
+                         "`torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
+                         if aten is not None and isinstance(op, aten.OpOverloadPacket) else "")
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
+                                 f"{extra}")
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            if op in policy_fn_or_list:
+                return CheckpointPolicy.MUST_SAVE
+            return CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage: dict = defaultdict(dict)
+    return (_CachingTorchDispatchMode(policy_fn, storage),
+            _CachedTorchDispatchMode(None, storage, allow_cache_entry_mutation))

@@ -119,6 +119,11 @@ from .jit_tracing import _get_tracing_state  # noqa: E402
 
 _C._get_tracing_state = _get_tracing_state
 
+# torch._C's executor switches, _log_api_usage_once, _GLIBCXX_USE_CXX11_ABI and _C._nn._parse_to.
+from .c_compat import install as _install_c_compat  # noqa: E402
+
+_install_c_compat(_C)
+
 # torch._foreach_* (list-of-tensors forms of pointwise ops and norms).
 from .foreach import FOREACH as _FOREACH  # noqa: E402
 

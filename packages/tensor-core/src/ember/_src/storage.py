@@ -141,6 +141,32 @@ class TypedStorage(metaclass=_LegacyStorageMeta):
         untyped = UntypedStorage.from_file(filename, shared, int(size) * dtype.itemsize)
         return TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
 
+    @classmethod
+    def _from_buffer(cls, *args, dtype=None, device=None, **kwargs):
+        """``UntypedStorage.from_buffer`` typed: the default dtype (or ``dtype``) for TypedStorage, the
+        class's own for a legacy class (``ByteStorage._from_buffer(raw_bytes)``)."""
+        fixed = cls.__dict__.get("dtype")
+        if fixed is None:
+            dtype = dtypes.get_default_dtype() if dtype is None else dtype
+            device = _device("cpu" if device is None else device)
+            if device.type != "cpu":
+                raise RuntimeError(f"TypedStorage.from_buffer: Not available for device {device.type}")
+        else:
+            if dtype is not None or len(args) == 5:
+                raise RuntimeError("from_buffer: 'dtype' can only be specified in UntypedStorage.from_buffer and "
+                                   "TypedStorage.from_buffer")
+            if device is not None:
+                raise RuntimeError("from_buffer: 'device' can only be specified in UntypedStorage.from_buffer and "
+                                   "TypedStorage.from_buffer")
+            dtype = fixed
+        untyped = UntypedStorage.from_buffer(*args, dtype=dtype, **kwargs)
+        return TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
+
+    @classmethod
+    def from_buffer(cls, *args, **kwargs):
+        _warn_typed_storage_removal()
+        return cls._from_buffer(*args, **kwargs)
+
     def __init__(self, *args, device=None, dtype=None, wrap_storage=None, _internal: bool = False):
         if not _internal:
             _warn_typed_storage_removal()

@@ -23,7 +23,11 @@ def _flags_module(name: str, **flags) -> types.ModuleType:
 
 cudnn = _flags_module("cudnn", enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
                       version=lambda: None, is_acceptable=lambda tensor: False)
-mps = _flags_module("mps", is_built=lambda: False)
+def _mps_is_macos_or_newer(major: int, minor: int) -> bool:
+    raise RuntimeError("Cannot execute isOnMacOSorNewer() without MPS backend.")
+
+
+mps = _flags_module("mps", is_built=lambda: False, is_macos_or_newer=_mps_is_macos_or_newer)
 mkldnn = _flags_module("mkldnn", enabled=False)
 mkl = _flags_module("mkl")
 openmp = _flags_module("openmp")

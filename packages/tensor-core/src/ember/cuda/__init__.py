@@ -43,6 +43,13 @@ def is_initialized() -> bool:
     return bool(api is not None and api.is_initialized())
 
 
+def _is_in_bad_fork() -> bool:
+    """Whether this process was forked after CUDA was initialized (never, without a CUDA device)."""
+    api = _api()
+    probe = getattr(api, "is_in_bad_fork", None) if api is not None else None
+    return bool(probe()) if probe is not None else False
+
+
 def current_device() -> int:
     api = _api()
     if api is None:

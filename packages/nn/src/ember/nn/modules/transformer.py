@@ -299,3 +299,12 @@ class Transformer(Module):
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)
+
+
+def _get_activation_fn(activation: str):
+    """The functional activation named by a Transformer layer's ``activation`` string."""
+    if activation == "relu":
+        return F.relu
+    elif activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
