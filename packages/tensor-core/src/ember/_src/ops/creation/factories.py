@@ -534,10 +534,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     # PyTorch fills the second half from the end so the last value is exactly `end`; a float32
     # result is computed in float32 as PyTorch's (the native fill), the rest in float64.
     work = dtypes.float32 if d is dtypes.float32 else dtypes.float64
-    result = new_empty_tensor((steps,), work, dev)
+    # The native fill writes host memory: another device's values are the CPU's, copied there once.
+    host = dev.type != "cpu" and dev is not META
+    result = new_empty_tensor((steps,), work, CPU if host else dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d), requires_grad, out, overlap=True)
+    return _finish(result.to(d).to(dev) if host else result.to(d), requires_grad, out, overlap=True)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,

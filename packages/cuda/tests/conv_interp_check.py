@@ -1,0 +1,79 @@
+"""Runs ember's CUDA convolution (``_ops_conv``: 1-d and 2-d, plain and transposed, grouped) on the CPU: its
+im2col/col2im Triton kernels in Triton's interpreter and its GEMMs as CPU matmuls, on CPU tensors, against
+PyTorch's convolutions and their gradients (``python conv_interp_check.py``; test_cuda_op_coverage.py starts it
+in a fresh process, since TRITON_INTERPRET must be set before Triton decorates the kernels). Prints one "ok"
+line per case."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from fused_interp_check import _load  # noqa: E402
+
+import ember  # noqa: E402
+from ember._cuda import _ops_conv as oc  # noqa: E402
+
+_KERNELS: dict = {}
+
+
+def _to_torch(t):
+    return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
+
+
+def _run(src, a, b, count, geo, index):
+    """_ops_conv._run with the kernel in the interpreter on torch copies of the (CPU) operands."""
+    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+    name = "im2col" if src is oc._IM2COL else "col2im"
+    k = _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
+    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
+    k[(-(-count // 256),)](ta, tb, count, c, h, w, oh, ow, sh, sw, ph, pw, dh, dw, KH=kh, KW=kw, BLOCK=256)
+    b.copy_(ember.from_numpy(tb.numpy().copy()))
+
+
+oc._run = _run
+oc._product = lambda a, b: ember.matmul(a, b)
+
+CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups)
+    ("conv2d", (2, 3, 7, 6), (4, 3, 3, 2), (1, 2), (1, 0), (1, 1), False, (0, 0), 1),
+    ("conv2d grouped", (2, 4, 6, 6), (6, 2, 3, 3), (2, 1), (1, 1), (1, 2), False, (0, 0), 2),
+    ("conv2d depthwise", (1, 3, 5, 5), (3, 1, 3, 3), (1, 1), (1, 1), (1, 1), False, (0, 0), 3),
+    ("conv1d", (2, 3, 11), (5, 3, 3), (2,), (1,), (1,), False, (0,), 1),
+    ("conv1d grouped dilated", (2, 4, 12), (4, 2, 3), (1,), (2,), (2,), False, (0,), 2),
+    ("conv_transpose2d", (2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
+    ("conv_transpose2d grouped dilated", (1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),
+    ("conv_transpose1d", (2, 3, 6), (3, 4, 4), (3,), (1,), (1,), True, (2,), 1),
+]
+
+
+def check_convolutions():
+    g = torch.Generator().manual_seed(0)
+    for name, xs, ws, stride, padding, dilation, transposed, outpad, groups in CASES:
+        x = torch.randn(xs, generator=g)
+        w = torch.randn(ws, generator=g)
+        bias = torch.randn(ws[1] * groups if transposed else ws[0], generator=g)
+        xr, wr, br = (t.clone().requires_grad_() for t in (x, w, bias))
+        ref = torch.ops.aten.convolution(xr, wr, br, list(stride), list(padding), list(dilation), transposed,
+                                         list(outpad), groups)
+        gout = torch.randn(ref.shape, generator=g)
+        ref.backward(gout)
+        ex, ew, eb = (ember.from_numpy(t.numpy().copy()) for t in (x, w, bias))
+        got = oc._convolution(ex, ew, eb, stride, padding, dilation, transposed, outpad, groups)
+        torch.testing.assert_close(_to_torch(got), ref.detach(), rtol=1e-5, atol=1e-5)
+        assert got._version == 0, got._version
+        gi, gw, gb = oc._convolution_backward(ember.from_numpy(gout.numpy().copy()), ex, ew, [bias.shape[0]], stride,
+                                              padding, dilation, transposed, outpad, groups, [True, True, True])
+        for mine, want in ((gi, xr.grad), (gw, wr.grad), (gb, br.grad)):
+            torch.testing.assert_close(_to_torch(mine), want, rtol=1e-5, atol=1e-5)
+        gi, gw, gb = oc._convolution_backward(ember.from_numpy(gout.numpy().copy()), ex, ew, None, stride, padding,
+                                              dilation, transposed, outpad, groups, [False, True, False])
+        assert gi is None and gb is None
+        torch.testing.assert_close(_to_torch(gw), wr.grad, rtol=1e-5, atol=1e-5)
+        print("ok", name)
+
+
+if __name__ == "__main__":
+    check_convolutions()
