@@ -26,14 +26,14 @@ def test_convolutions_in_the_interpreter():
     and their three gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    script = Path(__file__).with_name("conv_interp_check.py")
+    script = Path(__file__).with_name("coverage_interp_check.py")
     env = dict(os.environ, TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600,
                           cwd=script.parent)
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 8, done.stdout
+    assert done.stdout.count("ok") == 10, done.stdout
 
 
 _FAKE = r"""
@@ -84,6 +84,9 @@ for name, call in {"conv1d": lambda: F.conv1d(ember.ones(2, 4, 9, device="cuda")
                                                                   output_padding=1)}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape), str(r.dtype), r._version]
+i = ember.tensor([1, 2, 3], dtype=ember.int32).cuda()
+out["int pow"] = [str(r.dtype) for r in (i ** i, i ** 2, 2 ** i, i.clone().pow_(3), i.square(),
+                                         ember.tensor([True]).cuda().square())]
 out["no cuda kernel"] = sorted(n for n, op in OPS.items() if "cpu" in op.kernels and "cuda" not in op.kernels)
 print(json.dumps(out))
 """
@@ -93,7 +96,8 @@ def test_fake_host_ops_that_had_no_cuda_path():
     """On the fake CUDA host (no GPU: results' devices, shapes, dtypes, versions, errors): the unary ops' scalar
     parameters from the schema's defaults and by keyword (they raised IndexError / TypeError), linspace/logspace
     (a pybind cast error) and the window functions (their result stayed on the CPU) on the device,
-    1-d/grouped/transposed convolutions (NotImplementedError); and the op-table ops still without a CUDA kernel."""
+    1-d/grouped/transposed convolutions and integer powers (NotImplementedError); and the op-table ops still
+    without a CUDA kernel."""
     pytest.importorskip("triton")
     if ember.cuda.is_available():
         pytest.skip("the fake host replaces the driver of a process without a GPU")
@@ -121,6 +125,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["conv_transpose1d"] == ["cuda", [2, 2, 11], f32, 0]
     assert got["conv2d depthwise"] == ["cuda", [1, 6, 3, 3], f32, 0]
     assert got["conv_transpose2d"] == ["cuda", [1, 2, 8, 8], f32, 0]
+    assert got["int pow"] == ["ember.int32"] * 5 + ["ember.int64"]
     # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
     # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
     # samplers binomial, poisson and _standard_gamma. A new op without a CUDA kernel shows up here.
@@ -190,6 +195,23 @@ def test_unary_scalar_parameters_by_default_and_keyword():
                  lambda t: ember.ops.leaky_relu(t), lambda t: ember.ops.softplus(t, threshold=1.0),
                  lambda t: ember.ops.celu_(t.clone(), alpha=2.0), lambda t: ember.ops.threshold(t, value=-7.0)):
         assert_same(call(x.cuda()), call(x))
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [ember.int64, ember.int32, ember.int16, ember.int8, ember.uint8], ids=str)
+def test_integer_powers_match_cpu(dtype):
+    g = np.random.default_rng(3)
+    low = 0 if dtype is ember.uint8 else -9
+    a = ember.tensor(np.concatenate([[0, 1, 2, 3, 0, 5], g.integers(low, 10, 60)])).to(dtype)
+    b = ember.tensor(np.concatenate([[0, 0, 40, 30, 3, 7], g.integers(0, 70, 60)])).to(dtype)
+    for call in (lambda x, y: x ** y, lambda x, y: x ** 3, lambda x, y: 3 ** y, lambda x, y: x.clone().pow_(y),
+                 lambda x, y: x.square()):
+        assert_same(call(a.cuda(), b.cuda()), call(a, b))
+    if dtype is not ember.uint8:
+        n = ember.tensor([-3, -2, -1, -1, 0, 1, 2]).to(dtype)
+        e = ember.tensor([-1, -2, -3, -4, -1, -5, -1]).to(dtype)
+        assert_same(n.cuda() ** e.cuda(), n ** e)
 
 
 @pytest.mark.gpu

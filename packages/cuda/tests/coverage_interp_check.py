@@ -1,8 +1,8 @@
-"""Runs ember's CUDA convolution (``_ops_conv``: 1-d and 2-d, plain and transposed, grouped) on the CPU: its
-im2col/col2im Triton kernels in Triton's interpreter and its GEMMs as CPU matmuls, on CPU tensors, against
-PyTorch's convolutions and their gradients (``python conv_interp_check.py``; test_cuda_op_coverage.py starts it
-in a fresh process, since TRITON_INTERPRET must be set before Triton decorates the kernels). Prints one "ok"
-line per case."""
+"""Runs ember's CUDA integer power expression and its CUDA convolution (``_ops_conv``: 1-d and 2-d, plain and
+transposed, grouped) on the CPU: the Triton code in Triton's interpreter and the convolution's GEMMs as CPU
+matmuls, on CPU tensors, against PyTorch's power, convolutions and their gradients (``python
+coverage_interp_check.py``; test_cuda_op_coverage.py starts it in a fresh process, since TRITON_INTERPRET must be
+set before Triton decorates the kernels). Prints one "ok" line per case."""
 
 from __future__ import annotations
 
@@ -75,5 +75,40 @@ def check_convolutions():
         print("ok", name)
 
 
+def check_integer_pow():
+    """_exprs' "i" pow (_ipow, in the PRELUDE) for int64 and int32 compute: wrapping, 0 ** 0, negative
+    exponents, a scalar exponent."""
+    from ember._cuda._elementwise import HEADER
+    from ember._cuda._exprs import BINARY
+
+    expr = BINARY["pow"]["i"]
+    src = HEADER + f"""
+@triton.jit
+def k(a, b, out, s, n, SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(a + i, mask=m, other=0)
+    if SCALAR:
+        y = s
+    else:
+        y = tl.load(b + i, mask=m, other=0)
+    tl.store(out + i, {expr.format("x", "y")}, mask=m)
+"""
+    k = _load(src, "ember_ipow_interp")
+    g = torch.Generator().manual_seed(1)
+    for dtype in (torch.int64, torch.int32):
+        a = torch.cat([torch.tensor([-3, -2, -1, 0, 1, 2, 3, 0, 2, 3, -1, -1, 7, 1]),
+                       torch.randint(-9, 10, (50,), generator=g)]).to(dtype)
+        b = torch.cat([torch.tensor([-2, -1, 0, 1, 2, 3, 63, 0, 62, 40, -3, -4, -1, -7]),
+                       torch.randint(0, 70, (50,), generator=g)]).to(dtype)
+        out = torch.empty_like(a)
+        k[(1,)](a, b, out, 0, a.numel(), SCALAR=False, BLOCK=64)
+        assert torch.equal(out, torch.pow(a, b)), (dtype, out, torch.pow(a, b))
+        k[(1,)](a, b, out, 5, a.numel(), SCALAR=True, BLOCK=64)
+        assert torch.equal(out, torch.pow(a, 5)), (dtype, out)
+        print("ok integer pow", dtype)
+
+
 if __name__ == "__main__":
+    check_integer_pow()
     check_convolutions()
