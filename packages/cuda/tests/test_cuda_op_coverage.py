@@ -87,6 +87,18 @@ for name, call in {"conv1d": lambda: F.conv1d(ember.ones(2, 4, 9, device="cuda")
 i = ember.tensor([1, 2, 3], dtype=ember.int32).cuda()
 out["int pow"] = [str(r.dtype) for r in (i ** i, i ** 2, 2 ** i, i.clone().pow_(3), i.square(),
                                          ember.tensor([True]).cuda().square())]
+x5, m3 = ember.ones(5, device="cuda"), ember.eye(3, device="cuda")
+for name, call in {"isin scalar": lambda: ember.isin(x5, 2.0), "isin scalar first": lambda: ember.isin(2.0, x5),
+                   "isin empty": lambda: ember.isin(x5, ember.ones(0, device="cuda")),
+                   "vander": lambda: ember.vander(x5),
+                   "pdist": lambda: F.pdist(ember.ones(1, 3, device="cuda")),  # (nonzero: fake sizes 0)
+                   "chebyshev_t": lambda: ember.special.chebyshev_polynomial_t(x5, 3),
+                   "hermite_h": lambda: ember.special.hermite_polynomial_h(2.0, x5),
+                   "ormqr": lambda: ember.ormqr(m3, ember.ones(3, device="cuda"), m3),
+                   "lu_unpack data": lambda: ember.lu_unpack(m3, ember.ones(3, dtype=ember.int32, device="cuda"),
+                                                             unpack_pivots=False)[1]}.items():
+    r = call()
+    out[name] = [r.device.type, list(r.shape)]
 out["no cuda kernel"] = sorted(n for n, op in OPS.items() if "cpu" in op.kernels and "cuda" not in op.kernels)
 print(json.dumps(out))
 """
@@ -126,6 +138,10 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["conv2d depthwise"] == ["cuda", [1, 6, 3, 3], f32, 0]
     assert got["conv_transpose2d"] == ["cuda", [1, 2, 8, 8], f32, 0]
     assert got["int pow"] == ["ember.int32"] * 5 + ["ember.int64"]
+    for name, shape in (("isin scalar", [5]), ("isin scalar first", []), ("isin empty", [5]), ("vander", [5, 5]),
+                        ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
+                        ("lu_unpack data", [3, 3])):
+        assert got[name] == ["cuda", shape], name
     # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
     # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
     # samplers binomial, poisson and _standard_gamma. A new op without a CUDA kernel shows up here.
@@ -195,6 +211,32 @@ def test_unary_scalar_parameters_by_default_and_keyword():
                  lambda t: ember.ops.leaky_relu(t), lambda t: ember.ops.softplus(t, threshold=1.0),
                  lambda t: ember.ops.celu_(t.clone(), alpha=2.0), lambda t: ember.ops.threshold(t, value=-7.0)):
         assert_same(call(x.cuda()), call(x))
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_functions_that_made_cpu_tensors_match_cpu():
+    """isin with a scalar, vander, pdist, the orthogonal polynomials with a scalar, lu/lu_solve/lu_unpack, ormqr,
+    matrix_exp and cholesky_inverse made CPU operands (or called a host kernel on device memory)."""
+    x = rand((7,), seed=5)
+    a = rand((4, 4), ember.float64, seed=6) + 4 * ember.eye(4, dtype=ember.float64)
+    spd = a @ a.mT
+    b = rand((4, 2), ember.float64, seed=7)
+    calls = [lambda d: ember.isin(x.to(d).round(), 1.0), lambda d: ember.isin(1.0, x.to(d).round(), invert=True),
+             lambda d: ember.vander(x.to(d), 4), lambda d: F.pdist(rand((5, 3), seed=8).to(d)),
+             lambda d: ember.special.chebyshev_polynomial_t(x.to(d), 3),
+             lambda d: ember.special.legendre_polynomial_p(0.3, ember.tensor([0.0, 1, 2, 5]).to(d)),
+             lambda d: ember.linalg.lu(a.to(d)),
+             lambda d: ember.linalg.lu_solve(*ember.linalg.lu_factor(a.to(d)), b.to(d)),
+             lambda d: ember.lu_unpack(*ember.linalg.lu_factor(a.to(d))),
+             lambda d: ember.linalg.matrix_exp(a.to(d) / 8),
+             lambda d: ember.cholesky_inverse(ember.linalg.cholesky(spd.to(d))),
+             lambda d: ember.ormqr(*ember.geqrf(a.to(d)), b.to(d))]
+    for call in calls:
+        got, want = call("cuda"), call("cpu")
+        for g, c in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            tol = 1e-9 if c.dtype is ember.float64 else 1e-5
+            assert_same(g, c, rtol=tol, atol=tol)
 
 
 @pytest.mark.gpu

@@ -256,7 +256,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports non-negative p values")
     from ....linalg import vector_norm
 
-    rows, cols = triu_indices(input._shape[0], input._shape[0], 1)
+    rows, cols = triu_indices(input._shape[0], input._shape[0], 1, device=input._device)
 
     return vector_norm(elementwise.sub(index_select(input, 0, rows), index_select(input, 0, cols)), p, dim=-1)
 
