@@ -99,6 +99,15 @@ for name, call in {"isin scalar": lambda: ember.isin(x5, 2.0), "isin scalar firs
                                                              unpack_pivots=False)[1]}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape)]
+bools = ember.tensor([True, False]).cuda()
+out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
+for name, call in {"histogram": lambda: ember.histogram(x5, 3),
+                   "histogramdd": lambda: ember.histogramdd(ember.ones(4, 2, device="cuda"), [2, 2])}.items():
+    try:
+        call()
+        out[name] = "no error"
+    except NotImplementedError as e:
+        out[name] = str(e)
 out["no cuda kernel"] = sorted(n for n, op in OPS.items() if "cpu" in op.kernels and "cuda" not in op.kernels)
 print(json.dumps(out))
 """
@@ -142,6 +151,10 @@ def test_fake_host_ops_that_had_no_cuda_path():
                         ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
                         ("lu_unpack data", [3, 3])):
         assert got[name] == ["cuda", shape], name
+    assert got["fmax bool"] == ["ember.bool", "ember.bool"]
+    # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
+    assert got["histogram"] == "Could not run 'aten::histogram.bin_ct' with arguments from the 'CUDA' backend."
+    assert got["histogramdd"].startswith("Could not run 'aten::_histogramdd_bin_edges'")
     # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
     # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
     # samplers binomial, poisson and _standard_gamma. A new op without a CUDA kernel shows up here.

@@ -267,6 +267,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
               density: bool = False, out=None):
     """Histogram of input's values: (hist, bin_edges); ``bins`` is a count or the edges."""
     _check_tensor(input, "histogram")
+    _cpu_only(input, "histogram.bin_ct" if isinstance(bins, int) else "histogram.bins_tensor")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(input.dtype)}'")
     if weight is not None:
@@ -317,6 +318,13 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
         write_out(edges, out[1])
         return histogram_result(out[0], out[1])
     return histogram_result(hist, edges)
+
+
+def _cpu_only(input: Tensor, overload: str) -> None:
+    """PyTorch's histogram/histogramdd have CPU kernels only (its CUDA programs use histc): its error."""
+    if input._device.type not in ("cpu", "meta"):
+        raise NotImplementedError(f"Could not run 'aten::{overload}' with arguments from the "
+                                  f"'{input._device.type.upper()}' backend.")
 
 
 def _outer_edges(x: Tensor, range_) -> tuple:
