@@ -99,6 +99,15 @@ for name, call in {"isin scalar": lambda: ember.isin(x5, 2.0), "isin scalar firs
                                                              unpack_pivots=False)[1]}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape)]
+outs = []
+for call in (lambda o: ember.arange(4, out=o), lambda o: ember.zeros(4, out=o), lambda o: ember.ones(4, out=o),
+             lambda o: ember.full((4,), 2.0, out=o), lambda o: ember.linspace(0, 1, 4, out=o),
+             lambda o: ember.logspace(0, 1, 4, out=o), lambda o: ember.empty(4, out=o)):
+    o = ember.empty(4, device="cuda")
+    outs.append(call(o) is o)
+o = ember.empty(3, 3, device="cuda")
+outs.append(ember.eye(3, out=o) is o)
+out["factories out="] = outs
 bools = ember.tensor([True, False]).cuda()
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
 for name, call in {"histogram": lambda: ember.histogram(x5, 3),
@@ -152,6 +161,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
                         ("lu_unpack data", [3, 3])):
         assert got[name] == ["cuda", shape], name
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
+    assert got["factories out="] == [True] * 8  # out's device when none is named (they raised: device cpu)
     # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
     assert got["histogram"] == "Could not run 'aten::histogram.bin_ct' with arguments from the 'CUDA' backend."
     assert got["histogramdd"].startswith("Could not run 'aten::_histogramdd_bin_edges'")
