@@ -109,6 +109,8 @@ o = ember.empty(3, 3, device="cuda")
 outs.append(ember.eye(3, out=o) is o)
 out["factories out="] = outs
 bools = ember.tensor([True, False]).cuda()
+pr = ember.poisson(ember.full((2, 3), 4.0, device="cuda"))
+out["poisson"] = [pr.device.type, list(pr.shape), str(pr.dtype), pr._version]
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
 for name, call in {"histogram": lambda: ember.histogram(x5, 3),
                    "histogramdd": lambda: ember.histogramdd(ember.ones(4, 2, device="cuda"), [2, 2])}.items():
@@ -161,18 +163,49 @@ def test_fake_host_ops_that_had_no_cuda_path():
                         ("lu_unpack data", [3, 3])):
         assert got[name] == ["cuda", shape], name
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
+    assert got["poisson"] == ["cuda", [2, 3], "ember.float32", 0]
     assert got["factories out="] == [True] * 8  # out's device when none is named (they raised: device cpu)
     # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
     assert got["histogram"] == "Could not run 'aten::histogram.bin_ct' with arguments from the 'CUDA' backend."
     assert got["histogramdd"].startswith("Could not run 'aten::_histogramdd_bin_edges'")
     # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
     # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
-    # samplers binomial, poisson and _standard_gamma. A new op without a CUDA kernel shows up here.
+    # samplers binomial and _standard_gamma. A new op without a CUDA kernel shows up here.
     assert got["no cuda kernel"] == [
         "_fft_c2c", "_fft_c2r", "_fft_r2c", "_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward",
         "_scaled_dot_product_attention_math_backward", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
-        "_sparse_mm", "_standard_gamma", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "poisson",
-        "polar"]
+        "_sparse_mm", "_standard_gamma", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "polar"]
+
+
+def _poisson_pmf(lam, k):
+    from math import lgamma, log
+
+    return np.exp(-lam + k * log(lam) - np.array([lgamma(v + 1.0) for v in k]))
+
+
+@pytest.mark.parametrize("lam", [0.7, 4.0, 9.5, 10.0, 37.0, 400.0])
+def test_poisson_sampler_distribution(lam):
+    """The CUDA poisson (_ops_samplers._poisson: dispatched ops only, so it runs on CPU tensors too): a
+    chi-square test of 20000 draws against the Poisson pmf, through both regimes (multiplication below
+    rate 10, PTRS from 10); rates 0, NaN, inf and negative as the CPU kernel."""
+    from ember._cuda import _ops_samplers
+
+    g = ember.Generator().manual_seed(int(lam * 10))
+    x = _ops_samplers._poisson(ember.full((20000,), lam, dtype=ember.float64), g).numpy()
+    assert (x == np.floor(x)).all() and (x >= 0).all()
+    lo, hi = int(max(0, lam - 4 * lam ** 0.5)), int(lam + 4 * lam ** 0.5) + 2
+    ks = np.arange(lo, hi)
+    expected = _poisson_pmf(lam, ks) * x.size
+    keep = expected >= 20
+    observed = np.array([(x == k).sum() for k in ks])[keep]
+    expected = expected[keep]
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    dof = keep.sum() - 1
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)  # ~5 sigma of the chi-square's spread
+    got = _ops_samplers._poisson(ember.tensor([0.0, float("nan"), float("inf"), 3.0], dtype=ember.float32))
+    assert got.dtype is ember.float32 and got[0].item() == 0 and got[1].isnan().item() and got[2].item() == float("inf")
+    with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+        _ops_samplers._poisson(ember.tensor([1.0, -1.0]))
 
 
 # -- on the GPU -------------------------------------------------------------------------------------
@@ -234,6 +267,24 @@ def test_unary_scalar_parameters_by_default_and_keyword():
                  lambda t: ember.ops.leaky_relu(t), lambda t: ember.ops.softplus(t, threshold=1.0),
                  lambda t: ember.ops.celu_(t.clone(), alpha=2.0), lambda t: ember.ops.threshold(t, value=-7.0)):
         assert_same(call(x.cuda()), call(x))
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("lam", [0.5, 3.0, 12.0, 250.0])
+def test_poisson_on_cuda(lam):
+    ember.manual_seed(0)
+    rates = ember.full((100000,), lam, device="cuda")
+    x = ember.poisson(rates)
+    assert x.device.type == "cuda" and x.dtype is ember.float32 and x._version == 0
+    h = x.cpu().double().numpy()
+    assert (h == np.floor(h)).all() and (h >= 0).all()
+    assert abs(h.mean() - lam) < 5 * (lam / h.size) ** 0.5
+    assert abs(h.var() / lam - 1) < 0.05
+    gen = ember.Generator(device="cuda").manual_seed(3)
+    a = ember.poisson(rates[:100], gen)
+    b = ember.poisson(rates[:100], ember.Generator(device="cuda").manual_seed(3))
+    assert_same(a, b.cpu().cuda())
 
 
 @pytest.mark.gpu
