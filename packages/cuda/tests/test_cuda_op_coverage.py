@@ -111,6 +111,8 @@ out["factories out="] = outs
 bools = ember.tensor([True, False]).cuda()
 pr = ember.poisson(ember.full((2, 3), 4.0, device="cuda"))
 out["poisson"] = [pr.device.type, list(pr.shape), str(pr.dtype), pr._version]
+sg = ember._standard_gamma(ember.full((2, 3), 0.5, dtype=ember.float64, device="cuda"))
+out["_standard_gamma"] = [sg.device.type, list(sg.shape), str(sg.dtype)]
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
 for name, call in {"histogram": lambda: ember.histogram(x5, 3),
                    "histogramdd": lambda: ember.histogramdd(ember.ones(4, 2, device="cuda"), [2, 2])}.items():
@@ -164,17 +166,18 @@ def test_fake_host_ops_that_had_no_cuda_path():
         assert got[name] == ["cuda", shape], name
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
     assert got["poisson"] == ["cuda", [2, 3], "ember.float32", 0]
+    assert got["_standard_gamma"] == ["cuda", [2, 3], f64]
     assert got["factories out="] == [True] * 8  # out's device when none is named (they raised: device cpu)
     # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
     assert got["histogram"] == "Could not run 'aten::histogram.bin_ct' with arguments from the 'CUDA' backend."
     assert got["histogramdd"].startswith("Could not run 'aten::_histogramdd_bin_edges'")
     # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
     # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
-    # samplers binomial and _standard_gamma. A new op without a CUDA kernel shows up here.
+    # sampler binomial. A new op without a CUDA kernel shows up here.
     assert got["no cuda kernel"] == [
         "_fft_c2c", "_fft_c2r", "_fft_r2c", "_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward",
         "_scaled_dot_product_attention_math_backward", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
-        "_sparse_mm", "_standard_gamma", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "polar"]
+        "_sparse_mm", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "polar"]
 
 
 def _poisson_pmf(lam, k):
@@ -206,6 +209,23 @@ def test_poisson_sampler_distribution(lam):
     assert got.dtype is ember.float32 and got[0].item() == 0 and got[1].isnan().item() and got[2].item() == float("inf")
     with pytest.raises(RuntimeError, match="invalid Poisson rate"):
         _ops_samplers._poisson(ember.tensor([1.0, -1.0]))
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])
+def test_standard_gamma_sampler_distribution(alpha):
+    """The CUDA _standard_gamma (dispatched ops only: run on CPU tensors) against Gamma(alpha, 1) by a
+    Kolmogorov-Smirnov test of 20000 draws; edge shapes as the CPU kernel (tiny for <= 0 and NaN)."""
+    stats = pytest.importorskip("scipy.stats")
+    from ember._cuda import _ops_samplers
+
+    g = ember.Generator().manual_seed(int(alpha * 100))
+    x = _ops_samplers._standard_gamma(ember.full((20000,), alpha, dtype=ember.float64), g).numpy()
+    assert stats.kstest(x, "gamma", args=(alpha,)).pvalue > 1e-4
+    edge = ember.tensor([0.0, -1.0, float("nan"), float("inf"), 1e-30])
+    got, want = _ops_samplers._standard_gamma(edge), ember._standard_gamma(edge)
+    assert got.dtype is ember.float32
+    np.testing.assert_array_equal(got[:4].numpy(), want[:4].numpy())
+    assert got[4].item() >= 1.1754943508222875e-38
 
 
 # -- on the GPU -------------------------------------------------------------------------------------
@@ -285,6 +305,19 @@ def test_poisson_on_cuda(lam):
     a = ember.poisson(rates[:100], gen)
     b = ember.poisson(rates[:100], ember.Generator(device="cuda").manual_seed(3))
     assert_same(a, b.cpu().cuda())
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("alpha", [0.3, 1.0, 7.5])
+def test_standard_gamma_on_cuda(alpha):
+    stats = pytest.importorskip("scipy.stats")
+    ember.manual_seed(0)
+    x = ember._standard_gamma(ember.full((50000,), alpha, device="cuda"))
+    assert x.device.type == "cuda" and x.dtype is ember.float32
+    assert stats.kstest(x.cpu().double().numpy(), "gamma", args=(alpha,)).pvalue > 1e-4
+    d = ember.distributions.Gamma(ember.full((3,), alpha, device="cuda"), ember.ones(3, device="cuda")).sample()
+    assert d.device.type == "cuda"
 
 
 @pytest.mark.gpu

@@ -3,7 +3,8 @@ geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, 
 CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
 normal with tensor mean/std, random_ (and so randint), randperm (a sort of random keys) and
 poisson (rounds of uniform draws over the elements still pending: multiplication below rate 10,
-Hormann's transformed rejection PTRS, PyTorch's method, from 10; one host sync per round).
+Hormann's transformed rejection PTRS, PyTorch's method, from 10; one host sync per round) and
+_standard_gamma (Marsaglia and Tsang's rejection, PyTorch's method, in rounds the same way).
 
 The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
 draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
@@ -173,6 +174,43 @@ def _poisson(self, generator=None):
     return out.to(self.dtype)
 
 
+_TINY = {dt.float32: 1.1754943508222875e-38, dt.float64: 2.2250738585072014e-308}
+
+
+def _standard_gamma(self, generator=None):
+    """Gamma(self, 1) draws: Marsaglia and Tsang's rejection (d = a - 1/3, v = (1 + c x)^3 of a normal
+    x, accepted when log(u) < x^2 / 2 + d - d v + d log(v)), in rounds over the pending elements; a
+    shape below 1 draws at a + 1 and scales by u^(1/a). As the CPU kernel: results at least the
+    dtype's smallest normal (also for shapes <= 0 and NaN), inf for an infinite shape."""
+    from ember._src.ops.random import counting
+
+    counting._standard_gamma_meta(self)
+    if not self.numel():
+        return new_empty_tensor(self._shape, self.dtype, self._device)
+    a = self.to(dt.float64)
+    valid = (a > 0) & a.isfinite()
+    boost = valid & (a < 1)
+    aa = a.where(valid, 1.0)
+    aa = (aa + 1.0).where(boost, aa)
+    d = aa - 1.0 / 3.0
+    c = (d * 9.0).rsqrt()
+    val = ember_zeros(a)
+    pending = valid
+    while bool(pending.any().item()):
+        x = new_empty_tensor(self._shape, dt.float64, self._device).normal_(0.0, 1.0, generator=generator)
+        u = new_empty_tensor(self._shape, dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+        v = (x * c + 1.0) ** 3
+        ok = pending & (v > 0) & (u.log() < x * x * 0.5 + d - d * v + d * v.clamp(min=_TINY[dt.float64]).log())
+        val = val.where(~ok, d * v)
+        pending = pending & ~ok
+    if bool(boost.any().item()):
+        u = new_empty_tensor(self._shape, dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+        val = val.where(~boost, val * u ** a.where(boost, 1.0).reciprocal())
+    inf = a == float("inf")
+    val = val.where(~inf, float("inf"))
+    return val.to(self.dtype).clamp(min=_TINY[self.dtype])
+
+
 def ember_zeros(like):
     return new_empty_tensor(like._shape, like.dtype, like._device).zero_()
 
@@ -183,6 +221,7 @@ def ember_ones(like):
 
 def register() -> None:
     OPS["poisson"].kernels["cuda"] = _poisson
+    OPS["_standard_gamma"].kernels["cuda"] = _standard_gamma
     OPS["random_"].kernels["cuda"] = _random
     OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
     OPS["randperm"].kernels["cuda"] = _randperm
