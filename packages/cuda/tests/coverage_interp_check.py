@@ -1,5 +1,5 @@
-"""Runs ember's CUDA integer power expression and its CUDA convolution (``_ops_conv``: 1-d and 2-d, plain and
-transposed, grouped) on the CPU: the Triton code in Triton's interpreter and the convolution's GEMMs as CPU
+"""Runs ember's CUDA integer power expression and its CUDA convolution (``_ops_conv``: 1-d, 2-d and 3-d, plain
+and transposed, grouped) on the CPU: the Triton code in Triton's interpreter and the convolution's GEMMs as CPU
 matmuls, on CPU tensors, against PyTorch's power, convolutions and their gradients (``python
 coverage_interp_check.py``; test_cuda_op_coverage.py starts it in a fresh process, since TRITON_INTERPRET must be
 set before Triton decorates the kernels). Prints one "ok" line per case."""
@@ -24,17 +24,31 @@ def _to_torch(t):
     return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
 
 
+def _kernel(src):
+    name = {id(oc._IM2COL): "im2col", id(oc._COL2IM): "col2im", id(oc._IM2COL3): "im2col3",
+            id(oc._COL2IM3): "col2im3"}[id(src)]
+    return _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
+
+
 def _run(src, a, b, count, geo, index):
     """_ops_conv._run with the kernel in the interpreter on torch copies of the (CPU) operands."""
     n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    name = "im2col" if src is oc._IM2COL else "col2im"
-    k = _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
     ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
-    k[(-(-count // 256),)](ta, tb, count, c, h, w, oh, ow, sh, sw, ph, pw, dh, dw, KH=kh, KW=kw, BLOCK=256)
+    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, h, w, oh, ow, sh, sw, ph, pw, dh, dw, KH=kh, KW=kw,
+                                      BLOCK=256)
+    b.copy_(ember.from_numpy(tb.numpy().copy()))
+
+
+def _run3(src, a, b, count, geo, index):
+    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
+    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
+    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, d, h, w, od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                                      KD=kd, KH=kh, KW=kw, BLOCK=256)
     b.copy_(ember.from_numpy(tb.numpy().copy()))
 
 
 oc._run = _run
+oc._run3 = _run3
 oc._product = lambda a, b: ember.matmul(a, b)
 
 CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups)
@@ -46,6 +60,9 @@ CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transp
     ("conv_transpose2d", (2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
     ("conv_transpose2d grouped dilated", (1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),
     ("conv_transpose1d", (2, 3, 6), (3, 4, 4), (3,), (1,), (1,), True, (2,), 1),
+    ("conv3d", (2, 3, 5, 4, 6), (4, 3, 3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 2, 1), False, (0, 0, 0), 1),
+    ("conv3d grouped", (1, 4, 4, 5, 3), (6, 2, 2, 3, 1), (1, 2, 1), (0, 1, 0), (2, 1, 1), False, (0, 0, 0), 2),
+    ("conv_transpose3d", (2, 3, 3, 2, 4), (3, 2, 2, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1), True, (1, 0, 1), 1),
 ]
 
 

@@ -22,7 +22,7 @@ F = pytest.importorskip("ember.nn.functional")
 
 
 def test_convolutions_in_the_interpreter():
-    """1-d and 2-d, plain and transposed, grouped (depthwise too), strided, padded, dilated convolutions
+    """1-d, 2-d and 3-d, plain and transposed, grouped (depthwise too), strided, padded, dilated convolutions
     and their three gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
@@ -33,7 +33,7 @@ def test_convolutions_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 10, done.stdout
+    assert done.stdout.count("ok") == 13, done.stdout
 
 
 _FAKE = r"""
@@ -81,7 +81,13 @@ for name, call in {"conv1d": lambda: F.conv1d(ember.ones(2, 4, 9, device="cuda")
                    "conv_transpose2d": lambda: F.conv_transpose2d(ember.ones(1, 4, 3, 3, device="cuda"),
                                                                   ember.ones(4, 2, 3, 3, device="cuda"),
                                                                   ember.ones(2, device="cuda"), stride=2,
-                                                                  output_padding=1)}.items():
+                                                                  output_padding=1),
+                   "conv3d": lambda: F.conv3d(ember.ones(1, 2, 4, 5, 6, device="cuda"),
+                                              ember.ones(3, 2, 3, 3, 2, device="cuda"), ember.ones(3, device="cuda"),
+                                              padding=1),
+                   "conv_transpose3d": lambda: F.conv_transpose3d(ember.ones(1, 2, 3, 3, 3, device="cuda"),
+                                                                  ember.ones(2, 4, 2, 2, 2, device="cuda"),
+                                                                  stride=2)}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape), str(r.dtype), r._version]
 i = ember.tensor([1, 2, 3], dtype=ember.int32).cuda()
@@ -130,7 +136,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
     """On the fake CUDA host (no GPU: results' devices, shapes, dtypes, versions, errors): the unary ops' scalar
     parameters from the schema's defaults and by keyword (they raised IndexError / TypeError), linspace/logspace
     (a pybind cast error) and the window functions (their result stayed on the CPU) on the device,
-    1-d/grouped/transposed convolutions and integer powers (NotImplementedError); and the op-table ops still
+    1-d/3-d/grouped/transposed convolutions and integer powers (NotImplementedError); and the op-table ops still
     without a CUDA kernel."""
     pytest.importorskip("triton")
     if ember.cuda.is_available():
@@ -159,6 +165,8 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["conv_transpose1d"] == ["cuda", [2, 2, 11], f32, 0]
     assert got["conv2d depthwise"] == ["cuda", [1, 6, 3, 3], f32, 0]
     assert got["conv_transpose2d"] == ["cuda", [1, 2, 8, 8], f32, 0]
+    assert got["conv3d"] == ["cuda", [1, 3, 4, 5, 7], f32, 0]
+    assert got["conv_transpose3d"] == ["cuda", [1, 4, 6, 6, 6], f32, 0]
     assert got["int pow"] == ["ember.int32"] * 5 + ["ember.int64"]
     for name, shape in (("isin scalar", [5]), ("isin scalar first", []), ("isin empty", [5]), ("vander", [5, 5]),
                         ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
@@ -239,6 +247,9 @@ CONV_CASES = [  # (input shape, weight shape, stride, padding, dilation, transpo
     ((2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
     ((1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),
     ((2, 3, 6), (3, 4, 4), (3,), (1,), (1,), True, (2,), 1),
+    ((2, 3, 5, 4, 6), (4, 3, 3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 2, 1), False, (0, 0, 0), 1),
+    ((1, 4, 4, 5, 3), (6, 2, 2, 3, 1), (1, 2, 1), (0, 1, 0), (2, 1, 1), False, (0, 0, 0), 2),
+    ((2, 3, 3, 2, 4), (3, 2, 2, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1), True, (1, 0, 1), 1),
 ]
 
 
