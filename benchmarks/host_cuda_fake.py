@@ -45,6 +45,12 @@ def install() -> None:
     _driver._PROPS[0] = SimpleNamespace(major=9, minor=0, multi_processor_count=132, name="fake sm_90",
                                         total_memory=141 << 30, L2_cache_size=60 << 20, warp_size=32)
     lib = SimpleNamespace(**{name: _noop(argtypes) for name, argtypes in _fastcall._SIGNATURES.items()})
+
+    def dtoh(dst, src, nbytes, stream):  # device data read back as zeros: deterministic, not garbage
+        ctypes.memset(dst, 0, nbytes)
+        return 0
+
+    lib.cuMemcpyDtoHAsync_v2 = ctypes.CFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuMemcpyDtoHAsync_v2"])(dtoh)
     _fastcall._LIB[:] = [lib]
     nxt = [1 << 40]
 

@@ -312,7 +312,10 @@ def test_factories_start_at_version_zero_as_torch():
                lib.eye(3, requires_grad=True)._version, lib.eye(3, device="meta")._version, lib.zeros(3)._version,
                lib.ones(3)._version, lib.full((2,), 7)._version, lib.full((2,), -0.0)._version,
                lib.arange(4)._version, lib.linspace(0, 1, 5)._version, lib.logspace(0, 1, 3)._version,
-               lib.ones_like(eye)._version, lib.full_like(eye, 2)._version, lib.tensor([1.0])._version]
+               lib.ones_like(eye)._version, lib.full_like(eye, 2)._version, lib.tensor([1.0])._version,
+               lib.diag(lib.ones(3))._version, lib.diag(lib.ones(3), -1)._version,
+               lib.diagflat(lib.ones(2, 2))._version,
+               lib.diag_embed(lib.ones(2, 3), 1)._version, lib.diag(lib.ones(3, requires_grad=True))._version]
         out = lib.empty(3, 3)
         lib.eye(3, out=out)
         view = eye[0]

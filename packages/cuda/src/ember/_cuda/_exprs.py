@@ -23,10 +23,10 @@ BINARY = {
     "maximum": {"f": _NANMAX, "i": "tl.maximum({0}, {1})", "b": "{0} | {1}"},
     "minimum": {"f": _NANMIN, "i": "tl.minimum({0}, {1})", "b": "{0} & {1}"},
     "fmax": {"f": "tl.where({0} != {0}, {1}, tl.where({1} != {1}, {0}, tl.maximum({0}, {1})))",
-             "i": "tl.maximum({0}, {1})"},
+             "i": "tl.maximum({0}, {1})", "b": "{0} | {1}"},
     "fmin": {"f": "tl.where({0} != {0}, {1}, tl.where({1} != {1}, {0}, tl.minimum({0}, {1})))",
-             "i": "tl.minimum({0}, {1})"},
-    "pow": {"f": L + "pow({0}, {1})"},
+             "i": "tl.minimum({0}, {1})", "b": "{0} & {1}"},
+    "pow": {"f": L + "pow({0}, {1})", "i": "_ipow({0}, {1})"},
     "atan2": {"f": L + "atan2({0}, {1})"},
     "hypot": {"f": L + "hypot({0}, {1})"},
     "copysign": {"f": L + "copysign({0}, {1})"},
@@ -138,6 +138,23 @@ def _div(a, b):
         return a / b
     else:
         return libdevice.div_rn(a, b)
+
+
+@triton.jit
+def _ipow(a, b):
+    # The CPU kernel's integer power: square and multiply, wrapping in the compute dtype; a negative
+    # exponent gives 1 for a base of 1, -1 or 1 for -1 (odd or even exponent), else 0
+    e = b + a * 0
+    base = a + e * 0
+    r = base * 0 + 1
+    odd = (e & 1) != 0
+    neg = e < 0
+    e = tl.where(neg, 0, e)
+    for _ in range(64):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    return tl.where(neg, tl.where(a == 1, 1, tl.where(a == -1, tl.where(odd, -1, 1), 0)), r)
 
 
 @triton.jit

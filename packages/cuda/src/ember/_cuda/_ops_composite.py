@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ember._src import dtypes as dt
+from ember._src._native import _C
 from ember._src.dispatch import OPS
 from ember._src.shapes import wrap_dims
 from ember._src.tensor import new_empty_tensor
@@ -85,6 +86,14 @@ def _inplace(oop_name: str):
     return kernel
 
 
+def _fresh(out):
+    """A result this module filled in place (``zero_``, ``index_add_``) that nothing else holds: at
+    ``_version`` 0, as PyTorch's (whose kernels write below the version counter)."""
+    if out._version:
+        _C._new_version_counter(out)
+    return out
+
+
 def _bincount(self, weights=None, minlength=0):
     """Counts by ``index_add_``; the size needs the input's extremes on the host (one sync, as
     PyTorch's CUDA bincount)."""
@@ -108,7 +117,7 @@ def _bincount(self, weights=None, minlength=0):
     if n:
         w = new_empty_tensor((n,), work, self._device).fill_(1) if weights is None else weights.to(work)
         out.index_add_(0, self.to(dt.int64), w)
-    return out.to(out_dtype)
+    return _fresh(out.to(out_dtype))
 
 
 def _histc(self, bins=100, min=0, max=0):
@@ -134,7 +143,7 @@ def _histc(self, bins=100, min=0, max=0):
         inside = (v >= lo) & (v <= hi)
         b = ((v - lo) * bins / (hi - lo)).floor().clamp(0, bins - 1).to(dt.int64)
         out.index_add_(0, b, inside.to(work))
-    return out.to(self.dtype)
+    return _fresh(out.to(self.dtype))
 
 
 def register() -> None:

@@ -1,13 +1,19 @@
-"""2-d convolution on CUDA: im2col (a Triton gather) + cuBLAS, and its backward.
+"""1-d, 2-d and 3-d convolutions on CUDA, plain and transposed, grouped or not: im2col (a Triton gather) +
+cuBLAS, and their backward.
 
 forward:  cols (N, C*KH*KW, OH*OW) = im2col(x);  out[n] = W (O, C*KH*KW) @ cols[n] (+ bias)
 backward: grad_input = col2im(W^T @ g[n]) (a gather over each input pixel's windows, no atomics);
           grad_weight = sum_n g[n] @ cols[n]^T;  grad_bias = g summed over (N, OH, OW).
-Transposed and grouped convolutions and other ranks have no CUDA kernel (a clear error).
+A transposed convolution is the plain one's input gradient (out = col2im(W^T @ x[n])), its
+backward the plain forward's products (grad_input = W @ im2col(g), grad_weight = x @ im2col(g)^T).
+A 1-d convolution runs as a 2-d one of height 1; groups run one after another (a launch or two per
+group: a depthwise convolution of many channels is slow); a 3-d one has its own im2col/col2im kernels
+(depth as one more window dimension).
 """
 
 from __future__ import annotations
 
+from ember._src._native import _C
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import conv as cv
 from ember._src.tensor import make_view, new_empty_tensor
@@ -67,10 +73,111 @@ def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl
 '''
 
 
-def _geometry(input, weight, stride, padding, dilation, transposed, groups):
-    if transposed or groups != 1 or weight.ndim != 4:
-        raise NotImplementedError("ember.ops.convolution on CUDA covers 2-d, non-transposed, ungrouped "
-                                  f"convolutions (got {weight.ndim - 2}-d, transposed={transposed}, groups={groups})")
+_IM2COL3 = HEADER + '''
+@triton.jit
+def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: tl.constexpr, KH: tl.constexpr,
+      KW: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    t = t // OD
+    kw = t % KW
+    t = t // KW
+    kh = t % KH
+    t = t // KH
+    kd = t % KD
+    t = t // KD
+    c = t % C
+    bi = t // C
+    i_d = od * sd - pd + kd * dd
+    ih = oh * sh - ph + kh * dh
+    iw = ow * sw - pw + kw * dw
+    ok = (i_d >= 0) & (i_d < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    v = tl.load(a + (((bi * C + c) * D + i_d) * H + ih) * W + iw, mask=m & ok, other=0)
+    tl.store(b + offs, v, mask=m)
+'''
+
+_COL2IM3 = HEADER + '''
+@triton.jit
+def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: tl.constexpr, KH: tl.constexpr,
+      KW: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    iw = offs % W
+    t = offs // W
+    ih = t % H
+    t = t // H
+    i_d = t % D
+    t = t // D
+    c = t % C
+    bi = t // C
+    acc = tl.zeros([BLOCK], tl.float32)
+    for kd in tl.static_range(KD):
+        td = i_d + pd - kd * dd
+        od = tl.where(td >= 0, td, 0) // sd
+        okd = (td >= 0) & (td % sd == 0) & (od < OD)
+        for kh in tl.static_range(KH):
+            th = ih + ph - kh * dh
+            oh = tl.where(th >= 0, th, 0) // sh
+            okh = okd & (th >= 0) & (th % sh == 0) & (oh < OH)
+            for kw in tl.static_range(KW):
+                tw = iw + pw - kw * dw
+                ow = tl.where(tw >= 0, tw, 0) // sw
+                ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
+                row = (bi * C + c) * (KD * KH * KW) + (kd * KH + kh) * KW + kw
+                acc += tl.load(a + ((row * OD + od) * OH + oh) * OW + ow, mask=m & ok, other=0).to(tl.float32)
+    tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)
+'''
+
+
+def _geometry3(input, weight, stride, padding, dilation):
+    """_geometry's 3-d sizes: (n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow)."""
+    n, c, d, h, w = input._shape
+    o, _, kd, kh, kw = weight._shape
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = stride, padding, dilation
+    od = (d + 2 * pd - dd * (kd - 1) - 1) // sd + 1
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    return n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow
+
+
+def _run3(src, a, b, count, geo, index):
+    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
+    sig = {"a": "*" + TRITON[a.dtype], "b": "*" + TRITON[b.dtype], "n": "i64"}
+    sig.update({k: "i64" for k in ("C", "D", "H", "W", "OD", "OH", "OW", "sd", "sh", "sw", "pd", "ph", "pw", "dd",
+                                   "dh", "dw")})
+    sig.update({"KD": "constexpr", "KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
+    launcher = _compile.kernel(src, "k", sig, {"KD": kd, "KH": kh, "KW": kw, "BLOCK": 1024}, (), 4, 1, index)
+    launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, d, h, w,
+             od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw)
+
+
+def _sizes(geo):
+    """(n, c, o, c * kernel volume, output positions) of a 2-d or 3-d geometry."""
+    if len(geo) == 15:
+        n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+        return n, c, o, c * kh * kw, oh * ow
+    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
+    return n, c, o, c * kd * kh * kw, od * oh * ow
+
+
+def _col2im(gcols, out, geo):
+    if out.numel():
+        if len(geo) == 15:
+            _run(_COL2IM, gcols, out, out.numel(), geo, out._device.index or 0)
+        else:
+            _run3(_COL2IM3, gcols, out, out.numel(), geo, out._device.index or 0)
+
+
+def _geometry(input, weight, stride, padding, dilation):
+    """A plain 2-d convolution's sizes; for a transposed one, ``input`` is its output and ``weight`` is
+    (its input channels, its output channels, KH, KW): the plain convolution whose input gradient it is."""
+    if weight.ndim == 5:
+        return _geometry3(input, weight, stride, padding, dilation)
     n, c, h, w = input._shape
     o, _, kh, kw = weight._shape
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
@@ -90,10 +197,11 @@ def _run(src, a, b, count, geo, index):
 
 
 def _im2col(x, geo):
-    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    cols = new_empty_tensor((n, c * kh * kw, oh * ow), x.dtype, x._device)
+    n, c, o, ckk, positions = _sizes(geo)
+    cols = new_empty_tensor((n, ckk, positions), x.dtype, x._device)
     if cols.numel():
-        _run(_IM2COL, x, cols, cols.numel(), geo, x._device.index or 0)
+        (_run if len(geo) == 15 else _run3)(_IM2COL if len(geo) == 15 else _IM2COL3, x, cols, cols.numel(), geo,
+                                            x._device.index or 0)
     return cols
 
 
@@ -102,41 +210,119 @@ def _weight2d(weight, o, ckk):
     return make_view(w, (1, o, ckk), (0, ckk, 1), w._offset)
 
 
+def _contig(t):
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def _forward(x, weight, bias, stride, padding, dilation, transposed, shape):
+    """One group of a 2-d or 3-d convolution (x contiguous (N, C, [D,] H, W)) into a fresh ``shape``."""
+    if not transposed:
+        geo = _geometry(x, weight, stride, padding, dilation)
+        n, c, o, ckk, positions = _sizes(geo)
+        out = _product(_weight2d(weight, o, ckk), _im2col(x, geo)).view(shape)
+    else:
+        # the plain convolution of an input of the output's shape whose output is x: out = col2im(W^T @ x)
+        out = new_empty_tensor(shape, x.dtype, x._device)
+        geo = _geometry(out, weight, stride, padding, dilation)
+        n, c, o, ckk, positions = _sizes(geo)
+        w2 = _weight2d(weight, o, ckk)
+        gcols = _product(make_view(w2, (1, ckk, o), (0, 1, ckk), w2._offset), x.view(n, o, positions))
+        _col2im(gcols, out, geo)
+    if bias is not None:
+        out.add_(bias.view((1, -1) + (1,) * (len(shape) - 2)))
+        _C._new_version_counter(out)  # a fresh result (torch's starts at _version 0)
+    return out
+
+
+def _backward(g, x, weight, stride, padding, dilation, transposed, mask):
+    """One group's (grad_input, grad_weight) of a 2-d or 3-d convolution (g and x contiguous)."""
+    gi = gw = None
+    if not transposed:
+        geo = _geometry(x, weight, stride, padding, dilation)
+        n, c, o, ckk, positions = _sizes(geo)
+        g3 = g.view(n, o, positions)
+        if mask[0]:
+            w2 = _weight2d(weight, o, ckk)
+            gcols = _product(make_view(w2, (1, ckk, o), (0, 1, ckk), w2._offset), g3)
+            gi = new_empty_tensor(x._shape, x.dtype, x._device)
+            _col2im(gcols, gi, geo)
+        if mask[1]:
+            gw = _product(g3, _im2col(x, geo).transpose(1, 2)).sum(0).view(weight._shape)
+        return gi, gw
+    # transposed: the plain convolution's forward products, with g as its input and x as its output
+    geo = _geometry(g, weight, stride, padding, dilation)
+    n, c, o, ckk, positions = _sizes(geo)
+    cols = _im2col(g, geo)
+    if mask[0]:
+        gi = _product(_weight2d(weight, o, ckk), cols).view(x._shape)
+    if mask[1]:
+        gw = _product(x.view(n, o, positions), cols.transpose(1, 2)).sum(0).view(weight._shape)
+    return gi, gw
+
+
+def _as2d(input, weight, stride, padding, dilation, output_padding):
+    """A 1-d convolution's arguments as a 2-d one's of height 1."""
+    return (input.unsqueeze(2), weight.unsqueeze(2), (1, stride[0]), (0, padding[0]), (1, dilation[0]),
+            (0, output_padding[0]))
+
+
+def _check_rank(weight, transposed, groups):
+    if weight.ndim not in (3, 4, 5):
+        raise NotImplementedError("ember.ops.convolution on CUDA covers 1-d, 2-d and 3-d convolutions "
+                                  f"(got {weight.ndim - 2}-d, transposed={transposed}, groups={groups})")
+
+
+def _group_slices(input, weight, transposed, groups):
+    """Per group: (the input's channels, the weight's rows) of that group."""
+    ci = input._shape[1] // groups
+    wo = weight._shape[0] // groups
+    return [(input.narrow(1, i * ci, ci), weight.narrow(0, i * wo, wo)) for i in range(groups)]
+
+
 def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     shape = cv._conv_check(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-    geo = _geometry(input, weight, stride, padding, dilation, transposed, groups)
-    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    x = input if input.is_contiguous() else input.contiguous()
-    cols = _im2col(x, geo)
-    out = _product(_weight2d(weight, o, c * kh * kw), cols)
-    out = out.view(shape)
-    if bias is not None:
-        out.add_(bias.view(1, o, 1, 1))
+    _check_rank(weight, transposed, groups)
+    if weight.ndim == 3:
+        x2, w2, s2, p2, d2, op2 = _as2d(input, weight, stride, padding, dilation, output_padding)
+        return _convolution(x2, w2, bias, s2, p2, d2, transposed, op2, groups).squeeze(2)
+    if groups == 1:
+        return _forward(_contig(input), weight, bias, stride, padding, dilation, transposed, shape)
+    oc = shape[1] // groups
+    part = (shape[0], oc) + tuple(shape[2:])
+    out = new_empty_tensor(shape, input.dtype, input._device)
+    for i, (x, w) in enumerate(_group_slices(input, weight, transposed, groups)):
+        b = None if bias is None else bias.narrow(0, i * oc, oc)
+        out.narrow(1, i * oc, oc).copy_(_forward(_contig(x), w, b, stride, padding, dilation, transposed, part))
+    _C._new_version_counter(out)
     return out
 
 
 def _convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                           output_padding, groups, output_mask):
     cv._conv_check(input, weight, None, stride, padding, dilation, transposed, output_padding, groups)
-    geo = _geometry(input, weight, stride, padding, dilation, transposed, groups)
-    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    ckk = c * kh * kw
-    g = grad_output if grad_output.is_contiguous() else grad_output.contiguous()
-    g3 = g.view(n, o, oh * ow)
-    gi = gw = gb = None
-    if output_mask[0]:
-        w2 = _weight2d(weight, o, ckk)
-        gcols = _product(make_view(w2, (1, ckk, o), (0, 1, ckk), w2._offset), g3)
-        gi = new_empty_tensor(input._shape, input.dtype, input._device)
-        if gi.numel():
-            _run(_COL2IM, gcols, gi, gi.numel(), geo, input._device.index or 0)
-    if output_mask[1]:
-        x = input if input.is_contiguous() else input.contiguous()
-        cols = _im2col(x, geo)
-        per_image = _product(g3, cols.transpose(1, 2))
-        gw = per_image.sum(0).view(weight._shape)
-    if output_mask[2] and bias_sizes is not None:
-        gb = g.sum((0, 2, 3))
+    _check_rank(weight, transposed, groups)
+    if weight.ndim == 3:
+        x2, w2, s2, p2, d2, op2 = _as2d(input, weight, stride, padding, dilation, output_padding)
+        gi, gw, gb = _convolution_backward(grad_output.unsqueeze(2), x2, w2, bias_sizes, s2, p2, d2, transposed,
+                                           op2, groups, output_mask)
+        return (None if gi is None else gi.squeeze(2)), (None if gw is None else gw.squeeze(2)), gb
+    g = _contig(grad_output)
+    mask = (bool(output_mask[0]), bool(output_mask[1]))
+    if groups == 1:
+        gi, gw = _backward(g, _contig(input), weight, stride, padding, dilation, transposed, mask)
+    else:
+        oc = g._shape[1] // groups
+        gi = new_empty_tensor(input._shape, input.dtype, input._device) if mask[0] else None
+        gw = new_empty_tensor(weight._shape, weight.dtype, weight._device) if mask[1] else None
+        ci, wo = input._shape[1] // groups, weight._shape[0] // groups
+        for i, (x, w) in enumerate(_group_slices(input, weight, transposed, groups)):
+            a, b = _backward(_contig(g.narrow(1, i * oc, oc)), _contig(x), w, stride, padding, dilation, transposed,
+                             mask)
+            if a is not None:
+                gi.narrow(1, i * ci, ci).copy_(a)
+            if b is not None:
+                gw.narrow(0, i * wo, wo).copy_(b)
+    gb = g.sum((0,) + tuple(range(2, g.ndim))) if output_mask[2] and bias_sizes is not None else None
     return gi, gw, gb
 
 

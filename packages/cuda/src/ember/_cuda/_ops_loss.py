@@ -149,20 +149,37 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
     mx = tl.full([BLOCK], -float('inf'), __CT__)
     s = tl.zeros([BLOCK], __CT__)
     wsum = tl.zeros([BLOCK], __CT__)
-    # the row's lse is recomputed only without the forward's saved one (HAS_LSE); the weight sum
-    # needs a pass over the weights (not the row) either way
-    if ((not LOGP) and (not HAS_LSE)) or (HAS_S and HAS_W):
+    if HAS_S and HAS_W:  # the weight sum: a pass over the weights (not the row)
         for n0 in range(0, C, BLOCK):
             cols = n0 + tl.arange(0, BLOCK)
-            cm = cols < C
-            if (not LOGP) and (not HAS_LSE):
-                v = tl.load(xr + cols, mask=cm, other=-float('inf')).to(__CT__)
-                nm = tl.maximum(mx, v)
-                s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
-                                                                                      tl.exp(v - nm))
-                mx = nm
-            if HAS_S and HAS_W:
-                wsum += tl.load(w + cols, mask=cm, other=0).to(__CT__)
+            wsum += tl.load(w + cols, mask=cols < C, other=0).to(__CT__)
+    # The softmax is exp((x - shift) - lt): from the forward's saved lse (shift = lse, lt = 0) where
+    # it is exact enough, else from the row's max and exp sum recomputed here (shift = max, lt =
+    # log(sum)), never from max + log(sum) rounded to one float. Beyond |lse| = 256 a saved lse's
+    # rounding (|lse| * 2^-24 in the exponent) costs the gradient more than ~1.5e-5 relative (eager's
+    # lse_exact_enough); for |lse| ~ 1e30 it is the max itself and every probability came out 1.
+    shift = 0.0
+    lt = 0.0
+    if not LOGP:
+        if HAS_LSE:
+            shift = tl.load(saved + row).to(__CT__)
+            # a runtime trip count (0 or the row): no branch, and the loop runs only for such rows
+            stop = tl.where(tl.abs(shift) > 256.0, C, 0)
+        else:
+            stop = C
+        for n0 in range(0, stop, BLOCK):
+            cols = n0 + tl.arange(0, BLOCK)
+            v = tl.load(xr + cols, mask=cols < C, other=-float('inf')).to(__CT__)
+            nm = tl.maximum(mx, v)
+            s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
+                                                                                  tl.exp(v - nm))
+            mx = nm
+        gm = tl.max(mx, axis=0)
+        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+        # NaN for an infinite max (the row's loss and gradient are NaN, as the forward's lse)
+        lrow = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), tl.log(total))
+        shift = tl.where(stop > 0, gm, shift)
+        lt = tl.where(stop > 0, lrow, 0.0)
     if HAS_S:
         if HAS_W:
             ws = tl.sum(wsum, axis=0)
@@ -171,14 +188,6 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
         coef = a + b * ws
     else:
         coef = a
-    if LOGP:
-        lse = 0.0
-    elif HAS_LSE:
-        lse = tl.load(saved + row).to(__CT__)
-    else:
-        gm = tl.max(mx, axis=0)
-        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
-        lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
     bad = valid & ((tgt < 0) | (tgt >= C))
     for n0 in range(0, C, BLOCK):
         cols = n0 + tl.arange(0, BLOCK)
@@ -186,7 +195,7 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
         g = tl.where(cols == tgt, -a, 0.0)
         if not LOGP:
             v = tl.load(xr + cols, mask=cm, other=0.0).to(__CT__)
-            g += coef * tl.exp(v - lse)
+            g += coef * tl.exp((v - shift) - lt)
         if HAS_S:
             if HAS_W:
                 wv = tl.load(w + cols, mask=cm, other=0).to(__CT__)

@@ -190,7 +190,41 @@ def _unary_kernels(name: str, kind: str):
         self._bump_version()
         return self
 
-    return kernel, kernel_
+    params = _scalar_params(name)
+    if not params:
+        return kernel, kernel_
+
+    def kernel_params(a, *args, **kwargs):  # the schema's defaults and keywords, as the CPU kernel takes them
+        return kernel(a, *_bind(name, params, args, kwargs))
+
+    def kernel_params_(self, *args, **kwargs):
+        return kernel_(self, *_bind(name, params, args, kwargs))
+
+    return kernel_params, kernel_params_
+
+
+def _scalar_params(name: str) -> tuple:
+    """The (name, default) of a unary op's scalar parameters after ``self`` (elu's alpha, scale,
+    input_scale), from its schema."""
+    from ember._src.optable import Signature
+
+    return tuple((p.name, p.default) for p in Signature.parse(OPS[name].schema).params[1:])
+
+
+def _bind(name: str, params: tuple, args: tuple, kwargs: dict) -> tuple:
+    if not kwargs and len(args) == len(params):
+        return args
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes {len(params) + 1} positional arguments but {len(args) + 1} were given")
+    values = list(args)
+    for pname, default in params[len(args):]:
+        values.append(kwargs.pop(pname, default))
+    for pname, _ in params[:len(args)]:
+        if pname in kwargs:
+            raise TypeError(f"{name}() got multiple values for argument '{pname}'")
+    if kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return tuple(values)
 
 
 def _where(condition, a, b):

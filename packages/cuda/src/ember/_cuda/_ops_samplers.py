@@ -1,7 +1,10 @@
 """The samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
 geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, by the inverse
 CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
-normal with tensor mean/std, random_ (and so randint), and randperm (a sort of random keys).
+normal with tensor mean/std, random_ (and so randint), randperm (a sort of random keys) and
+poisson (rounds of uniform draws over the elements still pending: multiplication below rate 10,
+Hormann's transformed rejection PTRS, PyTorch's method, from 10; one host sync per round) and
+_standard_gamma (Marsaglia and Tsang's rejection, PyTorch's method, in rounds the same way).
 
 The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
 draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
@@ -114,7 +117,111 @@ def _random(self, low=0, high=None, *, generator=None):
     return _store(self, r + low if low else r)
 
 
+def _poisson(self, generator=None):
+    """Poisson draws of rate ``self`` (the CPU kernel's checks and results for rates 0, NaN and inf).
+    Each round draws uniforms for the whole tensor and settles the elements still pending; a rate
+    below 10 multiplies uniforms until their product falls below exp(-rate) (Knuth; ~rate + 1
+    rounds), a larger one takes PTRS's rounds (~1.1 on average). Rounds end when no element is
+    pending (one sync each, as the CPU kernel's rate check)."""
+    from ember._src.ops.random import counting
+
+    counting._poisson_meta(self)
+    rates = self.to(dt.float64)
+    if not rates.numel():
+        return new_empty_tensor(self._shape, self.dtype, self._device)
+    if bool((rates < 0).any().item()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    finite = rates.isfinite()
+    out = rates.where(~finite, 0.0)  # NaN and inf rates give themselves, as the CPU kernel's
+    small = finite & (rates > 0) & (rates < 10)
+    if bool(small.any().item()):
+        limit = (-rates).exp()
+        prod = ember_ones(rates)
+        k = ember_zeros(rates)
+        pending = small
+        while bool(pending.any().item()):
+            prod = prod.where(~pending, prod * new_empty_tensor(self._shape, dt.float64, self._device).uniform_(
+                0.0, 1.0, generator=generator))
+            go = pending & (prod > limit)
+            k = k.where(~go, k + 1.0)
+            pending = go
+        out = out.where(~small, k)
+    large = finite & (rates >= 10)
+    if bool(large.any().item()):
+        lam = rates.where(large, 10.0)
+        slam, loglam = lam.sqrt(), lam.log()
+        b = slam * 2.53 + 0.931
+        a = b * 0.02483 - 0.059
+        invalpha = (b - 3.4).reciprocal() * 1.1328 + 1.1239
+        vr = 0.9277 - (b - 2.0).reciprocal() * 3.6224
+        k = ember_zeros(rates)
+        pending = large
+        while bool(pending.any().item()):
+            u = new_empty_tensor((2,) + tuple(self._shape), dt.float64, self._device).uniform_(0.0, 1.0,
+                                                                                                generator=generator)
+            us_ = u[0] - 0.5
+            v = u[1]
+            us = 0.5 - us_.abs()
+            kk = ((a * 2.0 / us + b) * us_ + lam + 0.43).floor()
+            quick = (us >= 0.07) & (v <= vr)
+            reject = (kk < 0) | ((us < 0.013) & (v > us))
+            bound = -lam + kk * loglam - (kk.clamp(min=0.0) + 1.0).lgamma()
+            slow = v.log() + invalpha.log() - (a / (us * us) + b).log() <= bound
+            accept = pending & (quick | (~reject & slow))
+            k = k.where(~accept, kk)
+            pending = pending & ~accept
+        out = out.where(~large, k)
+    return out.to(self.dtype)
+
+
+_TINY = {dt.float32: 1.1754943508222875e-38, dt.float64: 2.2250738585072014e-308}
+
+
+def _standard_gamma(self, generator=None):
+    """Gamma(self, 1) draws: Marsaglia and Tsang's rejection (d = a - 1/3, v = (1 + c x)^3 of a normal
+    x, accepted when log(u) < x^2 / 2 + d - d v + d log(v)), in rounds over the pending elements; a
+    shape below 1 draws at a + 1 and scales by u^(1/a). As the CPU kernel: results at least the
+    dtype's smallest normal (also for shapes <= 0 and NaN), inf for an infinite shape."""
+    from ember._src.ops.random import counting
+
+    counting._standard_gamma_meta(self)
+    if not self.numel():
+        return new_empty_tensor(self._shape, self.dtype, self._device)
+    a = self.to(dt.float64)
+    valid = (a > 0) & a.isfinite()
+    boost = valid & (a < 1)
+    aa = a.where(valid, 1.0)
+    aa = (aa + 1.0).where(boost, aa)
+    d = aa - 1.0 / 3.0
+    c = (d * 9.0).rsqrt()
+    val = ember_zeros(a)
+    pending = valid
+    while bool(pending.any().item()):
+        x = new_empty_tensor(self._shape, dt.float64, self._device).normal_(0.0, 1.0, generator=generator)
+        u = new_empty_tensor(self._shape, dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+        v = (x * c + 1.0) ** 3
+        ok = pending & (v > 0) & (u.log() < x * x * 0.5 + d - d * v + d * v.clamp(min=_TINY[dt.float64]).log())
+        val = val.where(~ok, d * v)
+        pending = pending & ~ok
+    if bool(boost.any().item()):
+        u = new_empty_tensor(self._shape, dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+        val = val.where(~boost, val * u ** a.where(boost, 1.0).reciprocal())
+    inf = a == float("inf")
+    val = val.where(~inf, float("inf"))
+    return val.to(self.dtype).clamp(min=_TINY[self.dtype])
+
+
+def ember_zeros(like):
+    return new_empty_tensor(like._shape, like.dtype, like._device).zero_()
+
+
+def ember_ones(like):
+    return new_empty_tensor(like._shape, like.dtype, like._device).fill_(1.0)
+
+
 def register() -> None:
+    OPS["poisson"].kernels["cuda"] = _poisson
+    OPS["_standard_gamma"].kernels["cuda"] = _standard_gamma
     OPS["random_"].kernels["cuda"] = _random
     OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
     OPS["randperm"].kernels["cuda"] = _randperm

@@ -16,7 +16,8 @@ def _t(x, like=None):
     if isinstance(x, ember.Tensor):
         return x
     dtype = like.dtype if isinstance(like, ember.Tensor) and like.dtype.is_floating_point else None
-    return ember.tensor(x, dtype=dtype or ember.get_default_dtype())
+    device = like.device if isinstance(like, ember.Tensor) else None  # the tensor operand's (a CUDA x, a scalar n)
+    return ember.tensor(x, dtype=dtype or ember.get_default_dtype(), device=device)
 
 
 def _out(result, out):

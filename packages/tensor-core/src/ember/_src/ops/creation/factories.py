@@ -19,6 +19,11 @@ from .._common import check_scalar_fits, write_out
 _NUMBER = (builtins.bool, int, float, complex)
 
 
+def _out_device(device, out):
+    """A factory's device: ``out``'s when none is named (PyTorch's: ``arange(n, out=cuda_tensor)``)."""
+    return out.device if device is None and isinstance(out, Tensor) else device
+
+
 def _resolve(dtype, device, default=None):
     if dtype is not None:
         d = dtypes.to_dtype(dtype)
@@ -97,6 +102,7 @@ def _size_args(size):
 def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     if memory_format is not None:
@@ -121,6 +127,7 @@ def _in_format(t, memory_format, fn: str, like=None):
 
 def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
@@ -128,6 +135,7 @@ def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, req
 
 def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
@@ -141,6 +149,7 @@ def _fill_dtype(fill_value):
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     shape = _size_args((size,) if not isinstance(size, (tuple, list)) else size)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -458,6 +467,7 @@ def arange(start=None, end=None, step=None, *, out=None, dtype=None, layout=None
            pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     if end is None and start is None or start is None and step is not None:
         raise TypeError("arange() missing 1 required positional arguments: \"end\"")
     if end is None:
@@ -521,6 +531,7 @@ def _affine_range(n, start, step, dtype, device):
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     steps = operator.index(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -534,15 +545,18 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     # PyTorch fills the second half from the end so the last value is exactly `end`; a float32
     # result is computed in float32 as PyTorch's (the native fill), the rest in float64.
     work = dtypes.float32 if d is dtypes.float32 else dtypes.float64
-    result = new_empty_tensor((steps,), work, dev)
+    # The native fill writes host memory: another device's values are the CPU's, copied there once.
+    host = dev.type != "cpu" and dev is not META
+    result = new_empty_tensor((steps,), work, CPU if host else dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d), requires_grad, out, overlap=True)
+    return _finish(result.to(d).to(dev) if host else result.to(d), requires_grad, out, overlap=True)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     exponents = linspace(start, end, steps, dtype=dtypes.float64, device=device)
     from ..pointwise.elementwise import pow_op
@@ -552,6 +566,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
+    device = _out_device(device, out)
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     if n < 0 or m < 0:

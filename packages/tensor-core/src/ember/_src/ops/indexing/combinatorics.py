@@ -18,10 +18,10 @@ from .sorting import searchsorted, sort
 from .subscripts import masked_select
 
 
-def _as_operand(x, dtype):
+def _as_operand(x, dtype, device=None):
     if isinstance(x, Tensor):
         return x.detach().to(dtype)
-    return factories.scalar_tensor(x, dtype=dtype)
+    return factories.scalar_tensor(x, dtype=dtype, device=device)  # on the other operand's device
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
@@ -38,10 +38,11 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     if common.is_complex or common is dtypes.bool:
         raise RuntimeError(f"Unsupported input type encountered for isin(): {type_name(common)}")
     work = dtypes.float32 if common in HALF_TYPES else common
-    elems = _as_operand(elements, work)
-    tests = views.reshape(_as_operand(test_elements, work), (-1,))
+    device = (elements if isinstance(elements, Tensor) else test_elements)._device
+    elems = _as_operand(elements, work, device)
+    tests = views.reshape(_as_operand(test_elements, work, device), (-1,))
     if tests._shape[0] == 0:
-        found = factories.zeros(elems._shape, dtype=dtypes.bool)
+        found = factories.zeros(elems._shape, dtype=dtypes.bool, device=device)
     else:
         ordered = sort(tests)[0]
         pos = elementwise.clamp(searchsorted(ordered, views.reshape(elems, (-1,))), max=tests._shape[0] - 1)
@@ -78,7 +79,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dtype = dtypes.promote_types(x.dtype, dtypes.int64)
-    ones = factories.ones((x._shape[0], min(n, 1)), dtype=dtype)
+    ones = factories.ones((x._shape[0], min(n, 1)), dtype=dtype, device=x._device)
     if n > 1:
         powers = cumprod(views.expand(views.unsqueeze(x.to(dtype), 1), (x._shape[0], n - 1)), 1)
         result = joining.cat([ones, powers], 1)

@@ -242,7 +242,12 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
     if other._device is META:
         return write_out(views.reshape(result, other._shape), out)
     tau3 = views.reshape(tau, (batch, tau._shape[-1], 1))
-    _C.ormqr_(result, _batch3(input), tau3, _batch3(other), bool(left), bool(transpose))
+    if other._device.type != "cpu":  # the native kernel (LAPACK) reads host memory: a device's operands go through it
+        host = empty(result._shape, result.dtype, tau3.cpu()._device)
+        _C.ormqr_(host, _batch3(input).cpu(), tau3.cpu(), _batch3(other).cpu(), bool(left), bool(transpose))
+        result = host.to(other._device)
+    else:
+        _C.ormqr_(result, _batch3(input), tau3, _batch3(other), bool(left), bool(transpose))
     return write_out(views.reshape(result, other._shape), out)
 
 

@@ -123,20 +123,24 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
         if LU_pivots._shape != batch + (k,):
             raise RuntimeError(f"torch.lu_unpack: Expected LU_pivots.size() to be {list(batch + (k,))}, got "
                                f"{list(LU_pivots._shape)}")
-        perm = empty((numel(batch), m), dtypes.int64, LU_data._device)
-        _C.lu_pivots_to_perm_(perm, views.reshape(LU_pivots, (numel(batch), k)))
+        dev = LU_data._device
+        host = dev.type not in ("cpu", "meta")  # the native walk reads host memory: a device's pivots go through it
+        perm = empty((numel(batch), m), dtypes.int64, LU_data._device if not host else LU_pivots.cpu()._device)
+        _C.lu_pivots_to_perm_(perm, views.reshape(LU_pivots.cpu() if host else LU_pivots, (numel(batch), k)))
+        perm = perm.to(dev) if host else perm
         # Row i of P^T A is row perm[i] of A, so P^T is the identity's rows in perm order.
 
-        eye = factories.eye(m, dtype=LU_data.dtype)
+        eye = factories.eye(m, dtype=LU_data.dtype, device=LU_data._device)
         pt = views.reshape(index_select(eye, 0, views.reshape(perm, (-1,))), (numel(batch), m, m))
         P = views.reshape(views.transpose(pt, -2, -1), batch + (m, m)).contiguous()
     else:
-        P = factories.empty((0,), dtype=LU_data.dtype)
+        P = factories.empty((0,), dtype=LU_data.dtype, device=LU_data._device)
     if unpack_data:
-        L = elementwise.add(tril(views.narrow(LU_data, -1, 0, k), -1), factories.eye(m, k, dtype=LU_data.dtype))
+        eye_mk = factories.eye(m, k, dtype=LU_data.dtype, device=LU_data._device)
+        L = elementwise.add(tril(views.narrow(LU_data, -1, 0, k), -1), eye_mk)
         U = triu(views.narrow(LU_data, -2, 0, k))
     else:
-        L = U = factories.empty((0,), dtype=LU_data.dtype)
+        L = U = factories.empty((0,), dtype=LU_data.dtype, device=LU_data._device)
     return _write_outs(lu_unpack_result, (P, L, U), out)
 
 
@@ -250,7 +254,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Inverse of A from its Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
     _check_matrix(L, "cholesky_inverse")
-    eye = views.expand(factories.eye(L._shape[-1], dtype=L.dtype), L._shape)
+    eye = views.expand(factories.eye(L._shape[-1], dtype=L.dtype, device=L._device), L._shape)
     return write_out(cholesky_solve(eye, L, upper), out)
 
 
@@ -280,7 +284,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     s = elementwise.where(elementwise.isfinite(s), s, 0.0)
     X = elementwise.div(A, views.unsqueeze(elementwise.pow(2.0, s), -1))
     b = _PADE13
-    eye = factories.eye(n, dtype=A.dtype)
+    eye = factories.eye(n, dtype=A.dtype, device=A._device)
     X2 = X @ X
     X4 = X2 @ X2
     X6 = X4 @ X2

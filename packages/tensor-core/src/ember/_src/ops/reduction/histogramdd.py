@@ -23,6 +23,9 @@ def histogramdd(input: Tensor, bins, *, range=None, weight: Tensor | None = None
     fn = "torch.histogramdd"
     if not isinstance(input, Tensor):
         raise TypeError(f"histogramdd(): argument 'input' must be Tensor, not {type(input).__name__}")
+    from .statistics import _cpu_only
+
+    _cpu_only(input, "_histogramdd_bin_edges")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(input.dtype)}'")
     if input.ndim < 2:

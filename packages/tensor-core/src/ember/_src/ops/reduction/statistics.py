@@ -256,7 +256,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports non-negative p values")
     from ....linalg import vector_norm
 
-    rows, cols = triu_indices(input._shape[0], input._shape[0], 1)
+    rows, cols = triu_indices(input._shape[0], input._shape[0], 1, device=input._device)
 
     return vector_norm(elementwise.sub(index_select(input, 0, rows), index_select(input, 0, cols)), p, dim=-1)
 
@@ -267,6 +267,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
               density: bool = False, out=None):
     """Histogram of input's values: (hist, bin_edges); ``bins`` is a count or the edges."""
     _check_tensor(input, "histogram")
+    _cpu_only(input, "histogram.bin_ct" if isinstance(bins, int) else "histogram.bins_tensor")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(input.dtype)}'")
     if weight is not None:
@@ -317,6 +318,13 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
         write_out(edges, out[1])
         return histogram_result(out[0], out[1])
     return histogram_result(hist, edges)
+
+
+def _cpu_only(input: Tensor, overload: str) -> None:
+    """PyTorch's histogram/histogramdd have CPU kernels only (its CUDA programs use histc): its error."""
+    if input._device.type not in ("cpu", "meta"):
+        raise NotImplementedError(f"Could not run 'aten::{overload}' with arguments from the "
+                                  f"'{input._device.type.upper()}' backend.")
 
 
 def _outer_edges(x: Tensor, range_) -> tuple:

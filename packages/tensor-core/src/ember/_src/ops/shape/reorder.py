@@ -178,6 +178,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         n = input._shape[0] + abs(diagonal)
         out = zeros(n, n, dtype=input.dtype, device=input._device)
         out.diagonal(diagonal).copy_(input)
+        _C._new_version_counter(out)  # fresh (the view that bumped it is gone): _version 0, as PyTorch's
         return out
     if input.ndim == 2:
         return input.diagonal(diagonal).clone()
@@ -203,6 +204,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
             shape.append(rest.pop(0))
     out = zeros(*shape, dtype=input.dtype, device=input._device)
     out.diagonal(offset, d1, d2).copy_(input)
+    _C._new_version_counter(out)  # as diag's
     return out
 
 

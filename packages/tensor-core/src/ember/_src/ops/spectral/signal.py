@@ -38,8 +38,9 @@ def _window_dtype(name: str, window_length: int, dtype):
     return dtype
 
 
-def _window(name: str, window_length: int, periodic: bool, dtype, requires_grad: bool, body) -> Tensor:
-    """Shared edge cases: N == 0 is empty, N == 1 is [1], periodic windows drop the last of N + 1."""
+def _window(name: str, window_length: int, periodic: bool, dtype, requires_grad: bool, body, device=None) -> Tensor:
+    """Shared edge cases: N == 0 is empty, N == 1 is [1], periodic windows drop the last of N + 1. Computed
+    on the CPU, then moved to ``device`` (its values are the CPU's)."""
     dtype = _window_dtype(name, window_length, dtype)
     if window_length == 0:
         w = factories.empty((0,), dtype=dtype)
@@ -50,6 +51,8 @@ def _window(name: str, window_length: int, periodic: bool, dtype, requires_grad:
         w = body(n, dtype)
         if periodic:
             w = views.narrow(w, 0, 0, n - 1).contiguous()
+    if device is not None:
+        w = w.to(device)
     return w.requires_grad_(True) if requires_grad else w
 
 
@@ -60,14 +63,15 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
         w = elementwise.cos(elementwise.mul(factories.arange(n, dtype=dtype), math.pi * 2.0 / (n - 1)))
         return elementwise.add(elementwise.mul(w, -beta), alpha)
 
-    return _window("hamming_window", window_length, periodic, dtype, requires_grad, body)
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, body, device)
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
                 requires_grad: bool = False) -> Tensor:
     """0.5 - 0.5 * cos(2 pi n / (N - 1))."""
     _window_dtype("hann_window", window_length, dtype)
-    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, requires_grad=requires_grad)
+    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device,
+                          requires_grad=requires_grad)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
@@ -83,7 +87,7 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, la
             0.42,
         )
 
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, body)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, body, device)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
@@ -99,7 +103,7 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, la
             ]
         )
 
-    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, body)
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, body, device)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None, layout=None,
@@ -114,7 +118,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
         )
         return elementwise.div(i0(arg), i0(factories.scalar_tensor(beta, dtype=work))).to(dtype)
 
-    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, body)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, body, device)
 
 
 # -- stft / istft ----------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""Runs ember's CUDA integer power expression and its CUDA convolution (``_ops_conv``: 1-d, 2-d and 3-d, plain
+and transposed, grouped) on the CPU: the Triton code in Triton's interpreter and the convolution's GEMMs as CPU
+matmuls, on CPU tensors, against PyTorch's power, convolutions and their gradients (``python
+coverage_interp_check.py``; test_cuda_op_coverage.py starts it in a fresh process, since TRITON_INTERPRET must be
+set before Triton decorates the kernels). Prints one "ok" line per case."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from fused_interp_check import _load  # noqa: E402
+
+import ember  # noqa: E402
+from ember._cuda import _ops_conv as oc  # noqa: E402
+
+_KERNELS: dict = {}
+
+
+def _to_torch(t):
+    return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
+
+
+def _kernel(src):
+    name = {id(oc._IM2COL): "im2col", id(oc._COL2IM): "col2im", id(oc._IM2COL3): "im2col3",
+            id(oc._COL2IM3): "col2im3"}[id(src)]
+    return _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
+
+
+def _run(src, a, b, count, geo, index):
+    """_ops_conv._run with the kernel in the interpreter on torch copies of the (CPU) operands."""
+    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
+    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, h, w, oh, ow, sh, sw, ph, pw, dh, dw, KH=kh, KW=kw,
+                                      BLOCK=256)
+    b.copy_(ember.from_numpy(tb.numpy().copy()))
+
+
+def _run3(src, a, b, count, geo, index):
+    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
+    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
+    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, d, h, w, od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                                      KD=kd, KH=kh, KW=kw, BLOCK=256)
+    b.copy_(ember.from_numpy(tb.numpy().copy()))
+
+
+oc._run = _run
+oc._run3 = _run3
+oc._product = lambda a, b: ember.matmul(a, b)
+
+CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups)
+    ("conv2d", (2, 3, 7, 6), (4, 3, 3, 2), (1, 2), (1, 0), (1, 1), False, (0, 0), 1),
+    ("conv2d grouped", (2, 4, 6, 6), (6, 2, 3, 3), (2, 1), (1, 1), (1, 2), False, (0, 0), 2),
+    ("conv2d depthwise", (1, 3, 5, 5), (3, 1, 3, 3), (1, 1), (1, 1), (1, 1), False, (0, 0), 3),
+    ("conv1d", (2, 3, 11), (5, 3, 3), (2,), (1,), (1,), False, (0,), 1),
+    ("conv1d grouped dilated", (2, 4, 12), (4, 2, 3), (1,), (2,), (2,), False, (0,), 2),
+    ("conv_transpose2d", (2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
+    ("conv_transpose2d grouped dilated", (1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),
+    ("conv_transpose1d", (2, 3, 6), (3, 4, 4), (3,), (1,), (1,), True, (2,), 1),
+    ("conv3d", (2, 3, 5, 4, 6), (4, 3, 3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 2, 1), False, (0, 0, 0), 1),
+    ("conv3d grouped", (1, 4, 4, 5, 3), (6, 2, 2, 3, 1), (1, 2, 1), (0, 1, 0), (2, 1, 1), False, (0, 0, 0), 2),
+    ("conv_transpose3d", (2, 3, 3, 2, 4), (3, 2, 2, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1), True, (1, 0, 1), 1),
+]
+
+
+def check_convolutions():
+    g = torch.Generator().manual_seed(0)
+    for name, xs, ws, stride, padding, dilation, transposed, outpad, groups in CASES:
+        x = torch.randn(xs, generator=g)
+        w = torch.randn(ws, generator=g)
+        bias = torch.randn(ws[1] * groups if transposed else ws[0], generator=g)
+        xr, wr, br = (t.clone().requires_grad_() for t in (x, w, bias))
+        ref = torch.ops.aten.convolution(xr, wr, br, list(stride), list(padding), list(dilation), transposed,
+                                         list(outpad), groups)
+        gout = torch.randn(ref.shape, generator=g)
+        ref.backward(gout)
+        ex, ew, eb = (ember.from_numpy(t.numpy().copy()) for t in (x, w, bias))
+        got = oc._convolution(ex, ew, eb, stride, padding, dilation, transposed, outpad, groups)
+        torch.testing.assert_close(_to_torch(got), ref.detach(), rtol=1e-5, atol=1e-5)
+        assert got._version == 0, got._version
+        gi, gw, gb = oc._convolution_backward(ember.from_numpy(gout.numpy().copy()), ex, ew, [bias.shape[0]], stride,
+                                              padding, dilation, transposed, outpad, groups, [True, True, True])
+        for mine, want in ((gi, xr.grad), (gw, wr.grad), (gb, br.grad)):
+            torch.testing.assert_close(_to_torch(mine), want, rtol=1e-5, atol=1e-5)
+        gi, gw, gb = oc._convolution_backward(ember.from_numpy(gout.numpy().copy()), ex, ew, None, stride, padding,
+                                              dilation, transposed, outpad, groups, [False, True, False])
+        assert gi is None and gb is None
+        torch.testing.assert_close(_to_torch(gw), wr.grad, rtol=1e-5, atol=1e-5)
+        print("ok", name)
+
+
+def check_integer_pow():
+    """_exprs' "i" pow (_ipow, in the PRELUDE) for int64 and int32 compute: wrapping, 0 ** 0, negative
+    exponents, a scalar exponent."""
+    from ember._cuda._elementwise import HEADER
+    from ember._cuda._exprs import BINARY
+
+    expr = BINARY["pow"]["i"]
+    src = HEADER + f"""
+@triton.jit
+def k(a, b, out, s, n, SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(a + i, mask=m, other=0)
+    if SCALAR:
+        y = s
+    else:
+        y = tl.load(b + i, mask=m, other=0)
+    tl.store(out + i, {expr.format("x", "y")}, mask=m)
+"""
+    k = _load(src, "ember_ipow_interp")
+    g = torch.Generator().manual_seed(1)
+    for dtype in (torch.int64, torch.int32):
+        a = torch.cat([torch.tensor([-3, -2, -1, 0, 1, 2, 3, 0, 2, 3, -1, -1, 7, 1]),
+                       torch.randint(-9, 10, (50,), generator=g)]).to(dtype)
+        b = torch.cat([torch.tensor([-2, -1, 0, 1, 2, 3, 63, 0, 62, 40, -3, -4, -1, -7]),
+                       torch.randint(0, 70, (50,), generator=g)]).to(dtype)
+        out = torch.empty_like(a)
+        k[(1,)](a, b, out, 0, a.numel(), SCALAR=False, BLOCK=64)
+        assert torch.equal(out, torch.pow(a, b)), (dtype, out, torch.pow(a, b))
+        k[(1,)](a, b, out, 5, a.numel(), SCALAR=True, BLOCK=64)
+        assert torch.equal(out, torch.pow(a, 5)), (dtype, out)
+        print("ok integer pow", dtype)
+
+
+if __name__ == "__main__":
+    check_integer_pow()
+    check_convolutions()
