@@ -5,7 +5,6 @@
 # LambdaLR, CyclicLR, PolynomialLR, and the schedulers' state_dict round trip.
 import torch
 import torch.nn as nn
-
 from _seedfree import data, seed_free_init
 
 

@@ -9,7 +9,6 @@ import tempfile
 
 import torch
 import torch.nn as nn
-
 from _seedfree import data, seed_free_init
 
 X = data((40, 5), salt=11)

@@ -6,9 +6,8 @@ import copy
 
 import torch
 import torch.nn as nn
-from torch.optim.swa_utils import SWALR, AveragedModel, get_ema_multi_avg_fn, update_bn
-
 from _seedfree import data, seed_free_init
+from torch.optim.swa_utils import SWALR, AveragedModel, get_ema_multi_avg_fn, update_bn
 
 model = seed_free_init(nn.Sequential(nn.Linear(4, 10), nn.BatchNorm1d(10), nn.Tanh(), nn.Linear(10, 2)), salt=21)
 X = data((48, 4), salt=21)

@@ -5,9 +5,8 @@
 import torch
 import torch.nn as nn
 import torch.nn.utils.parametrize as P
-from torch.nn.utils import parametrizations
-
 from _seedfree import data, integers, seed_free_init
+from torch.nn.utils import parametrizations
 
 
 class TiedLM(nn.Module):

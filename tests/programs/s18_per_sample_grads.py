@@ -7,10 +7,19 @@ import copy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.func import (functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, stack_module_state,
-                        vjp, vmap)
-
 from _seedfree import data, integers, seed_free_init
+from torch.func import (
+    functional_call,
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    stack_module_state,
+    vjp,
+    vmap,
+)
 
 
 class SimpleCNN(nn.Module):

@@ -5,7 +5,6 @@
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from _seedfree import data, integers, seed_free_init
 
 

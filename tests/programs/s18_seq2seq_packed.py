@@ -7,9 +7,8 @@ import random
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
-
 from _seedfree import integers, seed_free_init
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 PAD, SOS, EOS = 0, 1, 2
 V_IN, V_OUT, H = 15, 13, 12

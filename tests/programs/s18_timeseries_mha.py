@@ -6,7 +6,6 @@
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from _seedfree import data, seed_free_init
 
 B, T, D, E = 4, 10, 3, 16

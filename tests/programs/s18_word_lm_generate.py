@@ -8,7 +8,6 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from _seedfree import integers, seed_free_init
 
 
