@@ -1,0 +1,67 @@
+"""Behaviour differences found by the session-18 user programs (tests/programs/s18_*.py), each against torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ember
+
+
+def _outcome(lib, fn):
+    try:
+        out = fn(lib)
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+        return ("raises", type(e).__name__, str(e))
+    return ("value", tuple(out.shape), str(out.dtype).replace("ember.", "torch."), out.detach().flatten().tolist(),
+            type(out.grad_fn).__name__ if out.grad_fn is not None else None)
+
+
+def _same(fn):
+    theirs, ours = _outcome(torch, fn), _outcome(ember, fn)
+    if theirs[0] == "value" and ours[0] == "value":
+        assert theirs[:3] == ours[:3] and theirs[4] == ours[4], (theirs, ours)
+        assert ember.allclose(ember.tensor(ours[3]), ember.tensor(theirs[3]), equal_nan=True)
+    else:
+        assert theirs == ours
+
+
+ADAPTIVE_AVG_CASES = {
+    # a global average pool of a feature map that shrank to nothing: PyTorch takes a mean (NaN), no error
+    "2d empty plane": lambda m: m.nn.AdaptiveAvgPool2d(1)(m.ones(2, 4, 0, 0, requires_grad=True)),
+    "2d empty height": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 0, 3), (1, 1)),
+    "1d empty": lambda m: m.nn.functional.adaptive_avg_pool1d(m.ones(1, 2, 0, requires_grad=True), 1),
+    "3d empty": lambda m: m.nn.functional.adaptive_avg_pool3d(m.ones(1, 2, 0, 3, 3, requires_grad=True), 1),
+    "2d 1x1 grad_fn": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 4, 3, requires_grad=True), 1),
+    "3d 1x1 grad_fn": lambda m: m.nn.functional.adaptive_avg_pool3d(m.ones(1, 2, 2, 3, 3, requires_grad=True), 1),
+    "2d 1x1 on 2d input": lambda m: m.nn.functional.adaptive_avg_pool2d(m.arange(6.0).view(2, 3), 1),
+    "2d 1x1 on 5d input": lambda m: m.nn.functional.adaptive_avg_pool2d(m.arange(24.0).view(1, 2, 2, 3, 2), 1),
+    "3d 1x1 on 3d input": lambda m: m.nn.functional.adaptive_avg_pool3d(m.arange(18.0).view(2, 3, 3), 1),
+    "2d 1x1 long": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 3, 3, dtype=m.long), 1),
+    "2d 2x2 long": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 3, 3, dtype=m.long), 2),
+    "2d 2x2 empty plane": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 0, 3), 2),
+    "2d negative": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 3, 3), (2, -1)),
+    "1d negative": lambda m: m.nn.functional.adaptive_avg_pool1d(m.ones(1, 2, 3), -1),
+    "3d negative": lambda m: m.nn.functional.adaptive_avg_pool3d(m.ones(1, 2, 2, 3, 3), -1),
+    "max 2d negative": lambda m: m.nn.functional.adaptive_max_pool2d(m.ones(1, 2, 3, 3), (2, -1)),
+    "max 1d negative": lambda m: m.nn.functional.adaptive_max_pool1d(m.ones(2, 3, 3), -1),
+    "avg 1d on 1d": lambda m: m.nn.functional.adaptive_avg_pool1d(m.ones(3), 2),
+    "max 1d on 4d": lambda m: m.nn.functional.adaptive_max_pool1d(m.ones(1, 2, 3, 4), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTIVE_AVG_CASES))
+def test_adaptive_avg_pool_one_is_a_mean_as_in_torch(name):
+    _same(ADAPTIVE_AVG_CASES[name])
+
+
+def test_adaptive_avg_pool_one_gradient_and_channels_last():
+    values = torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(0))
+    tx = values.clone().requires_grad_()
+    ex = ember.tensor(values.numpy()).requires_grad_()
+    torch.nn.functional.adaptive_avg_pool2d(tx, 1).pow(2).sum().backward()
+    ember.nn.functional.adaptive_avg_pool2d(ex, 1).pow(2).sum().backward()
+    assert ember.allclose(ex.grad, ember.tensor(tx.grad.numpy()), atol=1e-6)
+    tcl = torch.nn.functional.adaptive_avg_pool2d(values.to(memory_format=torch.channels_last), 1)
+    ecl = ember.nn.functional.adaptive_avg_pool2d(ember.tensor(values.numpy()).to(memory_format=ember.channels_last), 1)
+    assert ecl.stride() == tcl.stride()
