@@ -65,3 +65,21 @@ def test_adaptive_avg_pool_one_gradient_and_channels_last():
     tcl = torch.nn.functional.adaptive_avg_pool2d(values.to(memory_format=torch.channels_last), 1)
     ecl = ember.nn.functional.adaptive_avg_pool2d(ember.tensor(values.numpy()).to(memory_format=ember.channels_last), 1)
     assert ecl.stride() == tcl.stride()
+
+
+BCE_CASES = {
+    "target above 1": ([0.5, 0.5], [0.0, 2.0]),
+    "target below 0": ([0.5, 0.5], [-0.1, 1.0]),
+    "target nan": ([0.5, 0.5], [float("nan"), 1.0]),
+    "input bad first": ([1.5, 0.5], [0.0, 2.0]),
+    "target bad first": ([0.5, 1.5], [2.0, 0.0]),
+    "both bad in one element": ([1.5], [2.0]),
+    "valid": ([0.2, 0.7], [0.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BCE_CASES))
+def test_binary_cross_entropy_checks_target_range_as_torch(name):
+    # ember checked the input only: a target of 2 gave a (negative) loss where PyTorch's CPU kernel raises
+    x, t = BCE_CASES[name]
+    _same(lambda m: m.nn.functional.binary_cross_entropy(m.tensor(x), m.tensor(t), reduction="none"))
