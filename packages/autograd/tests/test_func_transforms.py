@@ -220,3 +220,17 @@ def test_jvp_tangent_shape_mismatch_raises_pytorchs_message():
     with pytest.raises(RuntimeError) as ours:
         ef.jvp(ember.sin, (ember.ones(3),), (ember.ones(2),))
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda F: F.jacrev(lambda x: x.long()),
+    lambda F: F.jacrev(lambda x: (x * 2, x > 0)),
+    lambda F: (lambda x: F.vjp(lambda a: a.argmax(), x)),
+])
+def test_vjp_and_jacrev_refuse_integer_outputs_as_torch(make):
+    # ember gave a zero Jacobian for an integer output where PyTorch raises
+    with pytest.raises(RuntimeError) as theirs:
+        make(tf)(torch.ones(3))
+    with pytest.raises(RuntimeError) as ours:
+        make(ef)(ember.ones(3))
+    assert str(ours.value).replace("ember.", "torch.") == str(theirs.value)

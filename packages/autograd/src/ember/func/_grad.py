@@ -320,6 +320,11 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
                                    f"type {type(o)}")
+        for o in flat_out:
+            # PyTorch's check: an integer output has no gradient (jacrev gave zeros for it)
+            if not (o.is_floating_point() or o.is_complex()):
+                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                                   f"Tensor with dtype {o.dtype}")
         keep = grad_mode.STATE.grad_enabled and state.reaches_outside(flat_out)
 
     def vjp_fn(cotangents):
