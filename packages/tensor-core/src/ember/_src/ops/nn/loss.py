@@ -420,7 +420,14 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
     if weight is not None:
-        weight = weight.expand(tuple(target._shape))
+        # PyTorch's F.binary_cross_entropy broadcasts target's and weight's shapes (its error names them)
+        from ..shape.splits import broadcast_shapes
+
+        new_size = tuple(broadcast_shapes(target.size(), weight.size()))
+        if new_size != tuple(target._shape):
+            raise RuntimeError(f"output with shape {list(target._shape)} doesn't match the broadcast shape "
+                               f"{list(new_size)}")
+        weight = weight.expand(new_size)
     return bce_op(input, target, weight, _REDUCTION_CODE[reduction])
 
 
