@@ -243,7 +243,14 @@ case("foreach_lerp int", lambda: torch._foreach_lerp_([torch.ones(2, dtype=torch
 case("foreach_norm ord", lambda: [t.item() for t in torch._foreach_norm([torch.tensor([3.0, -4.0])], ord=1)])
 # --- autocast
 case("autocast cpu float16 dtype", lambda: str(torch.autocast('cpu', dtype=torch.float16).fast_dtype))
-case("autocast cpu float64", lambda: torch.autocast('cpu', dtype=torch.float64).__enter__())
+
+
+def autocast_float64():
+    with torch.autocast('cpu', dtype=torch.float64):
+        return torch.is_autocast_enabled('cpu'), (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+
+
+case("autocast cpu float64", autocast_float64)
 case("autocast no device", lambda: torch.autocast(dtype=torch.bfloat16))
 
 
