@@ -23,7 +23,13 @@ from _compare import differences  # noqa: E402
 PROGRAMS = sorted(p.name for p in HERE.glob("s18_*.py") if p.name != "s18_hostile.py")
 HOSTILE = "s18_hostile.py"
 # Hostile cases whose exception type is PyTorch's but whose message deliberately is not.
-MESSAGE_DIFFERS: dict[str, str] = {}
+MESSAGE_DIFFERS: dict[str, str] = {
+    "interpolate int input": "PyTorch's text names an internal helper of whichever kernel path it took "
+                             "(compute_indices_weights_nearest, upsample_nearest2d_channels_last, ...); ember names "
+                             "the op",
+    "conv2d padding_mode bad": "PyTorch prints a Python set of strings, whose order changes with the hash seed",
+    "conv2d bad padding str": "as above",
+}
 
 
 def _run_all(lib: str, tmp: Path) -> subprocess.Popen:

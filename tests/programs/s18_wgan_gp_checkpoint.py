@@ -115,4 +115,5 @@ v = torch.ones(5)
 print('hvp', [round(a, 5) for a in hvp.tolist()])
 J = torch.autograd.functional.jacobian(lambda a: net(a), xs[:2])
 H = torch.autograd.functional.hessian(lambda a: (a.sin() * a).sum(), xs[0, :3])
-print('jacobian', tuple(J.shape), round(J.abs().sum().item(), 5), 'hessian', [round(a, 5) for a in H.diagonal().tolist()])
+print('jacobian', tuple(J.shape), round(J.abs().sum().item(), 5),
+      'hessian', [round(a, 5) for a in H.diagonal().tolist()])

@@ -90,3 +90,34 @@ def test_binary_cross_entropy_checks_target_range_as_torch(name):
 def test_binary_cross_entropy_weight_broadcast_as_torch(wshape):
     _same(lambda m: m.nn.functional.binary_cross_entropy(m.full((2, 3), 0.25), m.zeros(2, 3),
                                                          weight=m.ones(wshape) * 2, reduction="none"))
+
+
+def _ctc(m, targets, input_lengths, target_lengths):
+    log_probs = m.arange(40.0).reshape(5, 2, 4).div(7).sin().log_softmax(2)
+    return m.nn.functional.ctc_loss(log_probs, m.tensor(targets), m.tensor(input_lengths), m.tensor(target_lengths),
+                                    reduction="none")
+
+
+CTC_CASES = {
+    "input length too long": ([[1, 2], [1, 1]], [6, 5], [2, 2]),
+    "input length negative": ([[1, 2], [1, 1]], [-1, 5], [2, 2]),
+    "target length negative": ([[1, 2], [1, 1]], [5, 5], [2, -1]),
+    "padded targets too short": ([[1, 2], [1, 1]], [5, 5], [3, 2]),
+    # a 2-D targets of the wrong batch was read as concatenated targets (a loss where PyTorch raises)
+    "padded targets wrong batch": ([[1, 2, 3, 1]], [5, 5], [2, 2]),
+    "concatenated targets too few": ([1, 2, 3], [5, 5], [2, 2]),
+    "concatenated targets too many": ([1, 2, 3, 1, 2], [5, 5], [2, 2]),
+    "concatenated exact": ([1, 2, 3, 1], [5, 4], [2, 2]),
+    "padded valid": ([[1, 2, 0], [3, 3, 1]], [5, 5], [2, 3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CTC_CASES))
+def test_ctc_loss_checks_as_torch(name):
+    _same(lambda m: _ctc(m, *CTC_CASES[name]))
+
+
+@pytest.mark.parametrize("shapes", [((5, 2), (5, 2)), ((5, 3), (5, 3)), ((5, 3), (5, 2)), ((5, 2), (5, 3))])
+def test_bilinear_size_errors_name_the_input_as_torch(shapes):
+    a, b = shapes
+    _same(lambda m: m.nn.functional.bilinear(m.ones(a), m.ones(b), m.ones(4, 2, 3), m.zeros(4)))
