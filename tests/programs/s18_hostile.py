@@ -488,3 +488,138 @@ case("gaussian_nll var shape", lambda: F.gaussian_nll_loss(torch.zeros(2, 3), to
 case("smooth_l1 negative beta", lambda: F.smooth_l1_loss(torch.zeros(2), torch.ones(2), beta=-1.0))
 case("l1 int", lambda: F.l1_loss(torch.tensor([1, 2]), torch.tensor([0, 0])))
 case("mse requires_grad target", lambda: F.mse_loss(torch.zeros(2), torch.ones(2, requires_grad=True)).requires_grad)
+# --- module API misuse
+case("register_buffer dotted", lambda: nn.Module().register_buffer('a.b', torch.ones(1)))
+case("register_buffer empty name", lambda: nn.Module().register_buffer('', torch.ones(1)))
+case("register_buffer not tensor", lambda: nn.Module().register_buffer('a', [1.0]))
+case("register_buffer existing attr", lambda: nn.Linear(2, 2).register_buffer('weight', torch.ones(1)))
+case("register_parameter tensor", lambda: nn.Module().register_parameter('a', torch.ones(1)))
+case("register_parameter None", lambda: list(nn.Linear(2, 2).register_parameter('extra', None) or []))
+case("add_module dotted", lambda: nn.Module().add_module('a.b', nn.Linear(1, 1)))
+case("add_module not module", lambda: nn.Module().add_module('a', 3))
+case("setattr param to tensor", lambda: setattr(nn.Linear(2, 2), 'weight', torch.ones(2, 2)))
+case("setattr module to int", lambda: setattr(nn.Sequential(nn.Linear(1, 1)), '0', 3))
+case("sequential index out", lambda: nn.Sequential(nn.ReLU())[3])
+case("sequential negative slice", lambda: len(nn.Sequential(nn.ReLU(), nn.Tanh(), nn.GELU())[-2:]))
+case("modulelist insert", lambda: [type(m).__name__ for m in (lambda ml: (ml.insert(0, nn.Tanh()), ml)[1])(
+    nn.ModuleList([nn.ReLU()]))])
+case("moduledict bad key", lambda: nn.ModuleDict({1: nn.ReLU()}))
+case("moduledict missing", lambda: nn.ModuleDict({'a': nn.ReLU()})['b'])
+case("parameterlist append tensor", lambda: type((lambda pl: (pl.append(torch.ones(1)), pl)[1])(
+    nn.ParameterList())[0]).__name__)
+case("parameterdict update", lambda: sorted(nn.ParameterDict({'a': nn.Parameter(torch.ones(1))}).keys()))
+case("get_submodule missing", lambda: nn.Sequential(nn.Linear(1, 1)).get_submodule('1'))
+case("get_parameter missing", lambda: nn.Linear(1, 1).get_parameter('nope'))
+case("get_parameter not param", lambda: nn.BatchNorm1d(2).get_parameter('running_mean'))
+case("state_dict strict missing", lambda: nn.Linear(2, 2).load_state_dict({'weight': torch.ones(2, 2)}))
+case("load_state_dict bad type", lambda: nn.Linear(2, 2).load_state_dict({'weight': [[1.0, 2.0]], 'bias': [1.0]}))
+case("to bad dtype", lambda: nn.Linear(2, 2).to(torch.long))
+case("to complex", lambda: str(nn.Linear(2, 2).to(torch.complex64).weight.dtype))
+case("half forward double input", lambda: nn.Linear(2, 2).half()(torch.ones(1, 2)))
+case("requires_grad_ int param", lambda: nn.Parameter(torch.ones(2, dtype=torch.long)))
+case("requires_grad_ int tensor", lambda: torch.ones(2, dtype=torch.long).requires_grad_())
+case("zero_grad set_to_none False", lambda: (lambda m: (m(torch.ones(1, 2)).sum().backward(),
+                                                        m.zero_grad(set_to_none=False), m.weight.grad)[2])(
+    nn.Linear(2, 1)))
+case("train not bool", lambda: nn.Linear(1, 1).train('yes'))
+case("apply fn error", lambda: nn.Sequential(nn.Linear(1, 1)).apply(lambda m: 1 / 0))
+case("named_parameters shared", lambda: (lambda a: len(list(nn.Sequential(a, a).named_parameters())))(nn.Linear(1, 1)))
+case("named_parameters no dedup", lambda: (lambda a: len(list(nn.Sequential(a, a).named_parameters(
+    remove_duplicate=False))))(nn.Linear(1, 1)))
+case("extra_repr", lambda: repr(nn.Sequential(nn.Conv2d(1, 2, 3, bias=False), nn.LSTM(2, 3, batch_first=True))))
+# --- optimizers on odd parameters
+cp_ = nn.Parameter(torch.tensor([1 + 1j, 2 - 1j]))
+
+
+def complex_adam():
+    opt = torch.optim.Adam([cp_], lr=0.1)
+    (cp_.abs() ** 2).sum().backward()
+    opt.step()
+    return [[round(v.real, 5), round(v.imag, 5)] for v in cp_.detach().tolist()]
+
+
+def sparse_adam_dense_grad():
+    q1 = nn.Parameter(torch.ones(2))
+    q1.grad = torch.ones(2)
+    torch.optim.SparseAdam([q1]).step()
+
+
+def adam_sparse_grad():
+    emb = nn.Embedding(4, 2, sparse=True)
+    emb(torch.tensor([1])).sum().backward()
+    torch.optim.Adam(emb.parameters()).step()
+
+
+def sgd_sparse_grad():
+    emb = nn.Embedding(4, 2, sparse=True)
+    nn.init.constant_(emb.weight, 1.0)
+    emb(torch.tensor([1, 1])).sum().backward()
+    torch.optim.SGD(emb.parameters(), lr=0.5).step()
+    return emb.weight
+
+
+def step_no_grads():
+    q1 = nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([q1])
+    opt.step()
+    return opt.state_dict()['state']
+
+
+def step_closure():
+    q1 = nn.Parameter(torch.ones(2))
+    opt = torch.optim.LBFGS([q1], lr=0.5, max_iter=5)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((q1 - 3) ** 2).sum()
+        loss.backward()
+        return loss
+    loss = opt.step(closure)
+    return round(loss.item(), 5), [round(v, 4) for v in q1.tolist()]
+
+
+def lbfgs_no_closure():
+    torch.optim.LBFGS([nn.Parameter(torch.ones(2))]).step()
+
+
+def adam_nan_grad():
+    q1 = nn.Parameter(torch.ones(2))
+    q1.grad = torch.tensor([float('nan'), 1.0])
+    torch.optim.Adam([q1], lr=0.1).step()
+    return q1
+
+
+def param_in_two_groups():
+    q1 = nn.Parameter(torch.ones(2))
+    torch.optim.SGD([{'params': [q1]}, {'params': [q1]}], lr=0.1)
+
+
+def add_group_duplicate():
+    q1 = nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([q1], lr=0.1)
+    opt.add_param_group({'params': q1})
+
+
+def group_missing_lr():
+    torch.optim.SGD([{'params': [nn.Parameter(torch.ones(2))]}])
+
+
+def params_set():
+    torch.optim.SGD({nn.Parameter(torch.ones(2))}, lr=0.1)
+
+
+case("complex adam", complex_adam)
+case("sparse adam dense grad", sparse_adam_dense_grad)
+case("adam sparse grad", adam_sparse_grad)
+case("sgd sparse grad", sgd_sparse_grad)
+case("step no grads", step_no_grads)
+case("lbfgs closure", step_closure)
+case("lbfgs no closure", lbfgs_no_closure)
+case("adam nan grad", adam_nan_grad)
+case("param in two groups", param_in_two_groups)
+case("add group duplicate", add_group_duplicate)
+case("group missing lr", group_missing_lr)
+case("params set", params_set)
+case("adam lr tensor", lambda: torch.optim.Adam([nn.Parameter(torch.ones(1))], lr=torch.tensor(0.01)).defaults['lr'])
+case("adamw fused cpu", lambda: type(torch.optim.AdamW([nn.Parameter(torch.ones(1))], fused=True)).__name__)
+case("adam foreach and fused", lambda: torch.optim.Adam([nn.Parameter(torch.ones(1))], foreach=True, fused=True))

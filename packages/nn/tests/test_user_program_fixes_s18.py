@@ -121,3 +121,58 @@ def test_ctc_loss_checks_as_torch(name):
 def test_bilinear_size_errors_name_the_input_as_torch(shapes):
     a, b = shapes
     _same(lambda m: m.nn.functional.bilinear(m.ones(a), m.ones(b), m.ones(4, 2, 3), m.zeros(4)))
+
+
+def _complex_run(lib, name, kwargs, steps=3):
+    p = lib.nn.Parameter(lib.tensor([1 + 1j, 2 - 1j, -0.5 + 0.25j]))
+    opt = getattr(lib.optim, name)([p], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p.abs() ** 2 + p.real * 0.5 - p.imag).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(steps):
+        opt.step(closure)
+    state = opt.state_dict()["state"].get(0, {})
+    # the state kept per element (complex as the parameter); LBFGS's H_diag is a float in ember
+    kinds = {k: str(v.dtype).split(".")[-1] for k, v in state.items()
+             if isinstance(v, (torch.Tensor, ember.Tensor)) and v.dim() > 0}
+    return [(z.real, z.imag) for z in p.detach().tolist()], kinds
+
+
+COMPLEX_OPTIMIZERS = [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("Adam", {"lr": 0.1, "amsgrad": True}),
+    ("Adam", {"lr": 0.1, "foreach": True, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.1, "weight_decay": 0.1}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adadelta", {"lr": 1.0}),
+    ("Adamax", {"lr": 0.1}),
+    ("NAdam", {"lr": 0.1}),
+    ("RAdam", {"lr": 0.1}),
+    ("ASGD", {"lr": 0.1}),
+    ("Rprop", {"lr": 0.1}),
+    ("LBFGS", {"lr": 0.5, "max_iter": 4}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", COMPLEX_OPTIMIZERS, ids=[f"{n}-{i}" for i, (n, _) in
+                                                                  enumerate(COMPLEX_OPTIMIZERS)])
+def test_optimizers_update_complex_parameters_as_their_real_views(name, kwargs):
+    # Adam & co. raised (no complex lerp) and RMSprop/Adagrad/Adadelta computed |g|^2 wrongly (g*g, not
+    # per real component) where PyTorch steps view_as_real(param) and keeps complex state.
+    theirs, their_kinds = _complex_run(torch, name, kwargs)
+    ours, our_kinds = _complex_run(ember, name, kwargs)
+    assert our_kinds == their_kinds
+    assert ember.allclose(ember.tensor(ours), ember.tensor(theirs), rtol=1e-5, atol=1e-6), (ours, theirs)
+
+
+def test_adafactor_refuses_complex_parameters_as_torch():
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.tensor([1 + 1j]))
+        p.grad = lib.tensor([1 + 0j])
+        with pytest.raises(RuntimeError, match="Adafactor does not support complex parameters"):
+            lib.optim.Adafactor([p]).step()
