@@ -623,3 +623,64 @@ case("params set", params_set)
 case("adam lr tensor", lambda: torch.optim.Adam([nn.Parameter(torch.ones(1))], lr=torch.tensor(0.01)).defaults['lr'])
 case("adamw fused cpu", lambda: type(torch.optim.AdamW([nn.Parameter(torch.ones(1))], fused=True)).__name__)
 case("adam foreach and fused", lambda: torch.optim.Adam([nn.Parameter(torch.ones(1))], foreach=True, fused=True))
+# --- transformer decoder / full transformer
+tr = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16,
+                    dropout=0.0, batch_first=True)
+s8, t8 = torch.zeros(2, 5, 8), torch.zeros(2, 4, 8)
+case("transformer ok", lambda: shape(tr(s8, t8, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4))))
+case("transformer batch mismatch", lambda: tr(s8, torch.zeros(3, 4, 8)))
+case("transformer feature mismatch", lambda: tr(s8, torch.zeros(2, 4, 6)))
+case("transformer tgt_mask wrong", lambda: tr(s8, t8, tgt_mask=torch.zeros(5, 5)))
+case("transformer memory kpm wrong", lambda: tr(s8, t8, memory_key_padding_mask=torch.zeros(2, 4, dtype=torch.bool)))
+case("transformer kpm mixed types", lambda: shape(tr(s8, t8, src_key_padding_mask=torch.zeros(2, 5, dtype=torch.bool),
+                                                     memory_key_padding_mask=torch.zeros(2, 5))))
+case("transformer unbatched", lambda: shape(tr(torch.zeros(5, 8), torch.zeros(4, 8))))
+case("transformer 2d src batched tgt", lambda: tr(torch.zeros(5, 8), t8))
+case("decoder layer tgt_is_causal", lambda: shape(nn.TransformerDecoderLayer(8, 2, batch_first=True)(
+    t8, s8, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4), tgt_is_causal=True)))
+case("encoder layer eval fast kpm", lambda: shape(nn.TransformerEncoderLayer(8, 2, batch_first=True).eval()(
+    s8, src_key_padding_mask=torch.tensor([[False] * 5, [False, False, True, True, True]]))))
+enc2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, batch_first=True), 2).eval()
+case("encoder nested eval", lambda: enc2(torch.ones(2, 5, 8), src_key_padding_mask=torch.tensor(
+    [[False] * 5, [False, False, True, True, True]]))[1, 3].abs().sum().item())
+case("mha kdim vdim", lambda: shape(nn.MultiheadAttention(8, 2, kdim=3, vdim=5, batch_first=True)(
+    s8, torch.zeros(2, 6, 3), torch.zeros(2, 6, 5))[0]))
+case("mha kdim wrong", lambda: nn.MultiheadAttention(8, 2, kdim=3, vdim=5, batch_first=True)(
+    s8, torch.zeros(2, 6, 4), torch.zeros(2, 6, 5)))
+case("mha add_bias_kv zero_attn", lambda: shape(nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True)(
+    torch.zeros(5, 2, 8), torch.zeros(5, 2, 8), torch.zeros(5, 2, 8))[1]))
+case("mha double input", lambda: nn.MultiheadAttention(8, 2)(torch.zeros(5, 2, 8, dtype=torch.double),
+                                                             torch.zeros(5, 2, 8), torch.zeros(5, 2, 8)))
+# --- reduced precision layers on CPU
+case("linear half", lambda: str(nn.Linear(2, 2).half()(torch.ones(1, 2, dtype=torch.half)).dtype))
+case("conv bf16", lambda: str(nn.Conv2d(1, 1, 2).bfloat16()(torch.ones(1, 1, 3, 3, dtype=torch.bfloat16)).dtype))
+case("layernorm half", lambda: str(nn.LayerNorm(3).half()(torch.ones(2, 3, dtype=torch.half)).dtype))
+case("batchnorm bf16 input float params", lambda: str(nn.BatchNorm1d(3)(torch.ones(2, 3, dtype=torch.bfloat16)).dtype))
+case("lstm half", lambda: str(nn.LSTM(2, 3).half()(torch.ones(4, 1, 2, dtype=torch.half))[0].dtype))
+case("embedding half", lambda: str(nn.Embedding(3, 2).half()(torch.tensor([1])).dtype))
+case("cross_entropy half", lambda: str(F.cross_entropy(torch.zeros(2, 3, dtype=torch.half),
+                                                       torch.tensor([0, 1])).dtype))
+case("softmax half dtype arg", lambda: str(F.softmax(torch.zeros(3, dtype=torch.half), 0, dtype=torch.float32).dtype))
+case("mse mixed dtypes", lambda: F.mse_loss(torch.zeros(3), torch.zeros(3, dtype=torch.double)))
+case("l1 mixed dtypes", lambda: str(F.l1_loss(torch.zeros(3), torch.zeros(3, dtype=torch.double)).dtype))
+case("nll double target", lambda: F.nll_loss(torch.zeros(2, 3), torch.tensor([0.0, 1.0], dtype=torch.double)))
+case("bce half", lambda: str(F.binary_cross_entropy(torch.full((2,), 0.5, dtype=torch.half),
+                                                   torch.zeros(2, dtype=torch.half)).dtype))
+case("bce mixed", lambda: F.binary_cross_entropy(torch.full((2,), 0.5), torch.zeros(2, dtype=torch.double)))
+case("bce logits mixed", lambda: str(F.binary_cross_entropy_with_logits(torch.zeros(2),
+                                                                       torch.zeros(2, dtype=torch.double)).dtype))
+# --- norm layers
+case("layernorm normalized_shape int list", lambda: shape(nn.LayerNorm([2, 3])(torch.ones(4, 2, 3))))
+case("layernorm no affine bias", lambda: sorted(nn.LayerNorm(3, bias=False).state_dict()))
+case("rmsnorm", lambda: F.rms_norm(torch.tensor([[3.0, 4.0]]), (2,)).tolist())
+case("rmsnorm wrong shape", lambda: F.rms_norm(torch.ones(2, 3), (2,)))
+case("groupnorm wrong channels", lambda: nn.GroupNorm(2, 4)(torch.ones(2, 6, 3)))
+case("instancenorm 2d input", lambda: nn.InstanceNorm1d(3)(torch.ones(3, 4)).shape)
+case("instancenorm one spatial", lambda: nn.InstanceNorm1d(3)(torch.ones(2, 3, 1)))
+case("batchnorm eval one value", lambda: shape(nn.BatchNorm1d(3).eval()(torch.ones(1, 3))))
+case("batchnorm momentum None", lambda: (lambda bn: (bn(torch.arange(6.0).view(2, 3)), bn(torch.zeros(2, 3)),
+                                                     bn.running_mean.tolist())[2])(nn.BatchNorm1d(3, momentum=None)))
+case("batchnorm no running stats eval", lambda: nn.BatchNorm1d(3, track_running_stats=False).eval()(
+    torch.arange(6.0).view(2, 3)).tolist())
+case("syncbn cpu", lambda: nn.SyncBatchNorm(3)(torch.ones(2, 3, 4)))
+case("localresponsenorm", lambda: shape(nn.LocalResponseNorm(2)(torch.ones(1, 4, 3, 3))))

@@ -176,3 +176,19 @@ def test_adafactor_refuses_complex_parameters_as_torch():
         p.grad = lib.tensor([1 + 0j])
         with pytest.raises(RuntimeError, match="Adafactor does not support complex parameters"):
             lib.optim.Adafactor([p]).step()
+
+
+@pytest.mark.parametrize("shape,nshape", [((2, 3), (2,)), ((2, 3), (3, 2)), ((2, 3, 4), (2, 3))])
+def test_rms_norm_shape_error_text_as_torch(shape, nshape):
+    _same(lambda m: m.nn.functional.rms_norm(m.ones(shape), nshape))
+
+
+@pytest.mark.parametrize("kdim,vdim", [(4, 5), (3, 4), (3, 5)])
+def test_mha_separate_projection_shape_asserts_as_torch(kdim, vdim):
+    # ember reached a matmul with the wrong key width (RuntimeError) where PyTorch asserts the weight's shape
+    def run(m):
+        m.manual_seed(0)
+        mha = m.nn.MultiheadAttention(8, 2, kdim=3, vdim=5, batch_first=True)
+        return mha(m.zeros(2, 4, 8), m.zeros(2, 6, kdim), m.zeros(2, 6, vdim))[0]
+
+    _same(run)
