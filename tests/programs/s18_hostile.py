@@ -684,3 +684,13 @@ case("batchnorm no running stats eval", lambda: nn.BatchNorm1d(3, track_running_
     torch.arange(6.0).view(2, 3)).tolist())
 case("syncbn cpu", lambda: nn.SyncBatchNorm(3)(torch.ones(2, 3, 4)))
 case("localresponsenorm", lambda: shape(nn.LocalResponseNorm(2)(torch.ones(1, 4, 3, 3))))
+# --- vmap misuse
+case("vmap item full text", lambda: torch.func.vmap(lambda x: x.item())(torch.ones(3)))
+case("vmap nonzero", lambda: torch.func.vmap(torch.nonzero)(torch.ones(3, 2)))
+case("vmap in_dims None", lambda: torch.func.vmap(lambda x: x, in_dims=None)(torch.ones(3)))
+case("vmap in_dims all None", lambda: torch.func.vmap(torch.add, in_dims=(None, None))(torch.ones(3), torch.ones(3)))
+case("vmap index_add", lambda: torch.func.vmap(lambda x: torch.zeros(2).index_add(0, torch.tensor([0]), x[:1]))(
+    torch.ones(3, 2)))
+case("vmap index_fill per-sample", lambda: torch.func.vmap(lambda s, v: s.index_fill_(0, torch.tensor([1]), v))(
+    torch.zeros(3, 2), torch.arange(3.0)))
+case("vmap data-dependent if", lambda: torch.func.vmap(lambda x: x if x.sum() > 0 else -x)(torch.ones(3, 2)))

@@ -278,7 +278,8 @@ def cat_rule(op, level, args, kwargs):
 def dynamic_shape_rule(op, level, args, kwargs):
     raise RuntimeError(
         "vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
-        f"aten::{op.name}. Please voice your support in https://github.com/pytorch/functorch/issues/256")
+        f"aten::{op.name}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+        "feature.")
 
 
 RULES = {
