@@ -45,6 +45,23 @@ def test_grad_and_value_and_pytree_inputs():
     assert not ev.requires_grad and all(not g.requires_grad for g in eg.values())
 
 
+def test_grad_and_value_has_aux_nests_like_torch():
+    # PyTorch returns (grad, (value, aux)); ember returned ((grad, value), aux), so the tutorials'
+    # ``g, (loss, aux) = grad_and_value(f, has_aux=True)(...)`` failed to unpack.
+    ex, tx = _pair(4)
+    eout = ef.grad_and_value(lambda a: (a.pow(2).sum(), (a * 3, {"m": a.mean()})), has_aux=True)(ex)
+    tout = tf.grad_and_value(lambda a: (a.pow(2).sum(), (a * 3, {"m": a.mean()})), has_aux=True)(tx)
+    assert isinstance(eout, tuple) and len(eout) == 2 and isinstance(eout[1], tuple) and len(eout[1]) == 2
+    assert_trees_close(eout, tout)
+    eg, (ev, (e3, em)) = eout
+    assert ev.dim() == 0 and e3.shape == (4,) and set(em) == {"m"}
+    # under vmap too (per-sample loss and prediction beside the per-sample gradient)
+    eb, tb = _pair(5, 3, seed=2)
+    ev_out = ember.func.vmap(ef.grad_and_value(lambda a: (a.sin().sum(), a.argmax()), has_aux=True))(eb)
+    tv_out = torch.func.vmap(tf.grad_and_value(lambda a: (a.sin().sum(), a.argmax()), has_aux=True))(tb)
+    assert_trees_close(ev_out, tv_out)
+
+
 def test_grad_of_grad_and_closures():
     ex, tx = _pair(3)
     assert_trees_close(ef.grad(ef.grad(lambda a: (a ** 4).sum() if a.dim() == 0 else a))(ember.tensor(1.5)),
@@ -203,3 +220,17 @@ def test_jvp_tangent_shape_mismatch_raises_pytorchs_message():
     with pytest.raises(RuntimeError) as ours:
         ef.jvp(ember.sin, (ember.ones(3),), (ember.ones(2),))
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda F: F.jacrev(lambda x: x.long()),
+    lambda F: F.jacrev(lambda x: (x * 2, x > 0)),
+    lambda F: (lambda x: F.vjp(lambda a: a.argmax(), x)),
+])
+def test_vjp_and_jacrev_refuse_integer_outputs_as_torch(make):
+    # ember gave a zero Jacobian for an integer output where PyTorch raises
+    with pytest.raises(RuntimeError) as theirs:
+        make(tf)(torch.ones(3))
+    with pytest.raises(RuntimeError) as ours:
+        make(ef)(ember.ones(3))
+    assert str(ours.value).replace("ember.", "torch.") == str(theirs.value)

@@ -27,7 +27,8 @@ from . import _levels
 _GRAD = grad_mode.STATE
 
 ITEM_ERROR = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "
-              ".item() on a Tensor, please try to rewrite what you're doing with other operations.")
+              ".item() on a Tensor, please try to rewrite what you're doing with other operations. If error is "
+              "occurring somewhere inside PyTorch internals, please file a bug report.")
 CONTROL_FLOW_ERROR = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
                       "flow. We don't support that yet, please file an issue at "
                       "https://github.com/pytorch/pytorch/issues .")

@@ -189,7 +189,8 @@ def _replace(args, argnums, values):
 # -- grad / grad_and_value ------------------------------------------------------------------------------
 
 def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
-    """Like ``grad``, returning ``(gradient, value)`` (``((gradient, value), aux)`` with ``has_aux``)."""
+    """Like ``grad``, returning ``(gradient, value)`` (``(gradient, (value, aux))`` with ``has_aux``, as
+    PyTorch's)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -221,7 +222,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         value = unwrap_level(output, keep)
         if has_aux:
             aux = _unwrap_tree(aux, keep)
-            return (grads, value), aux
+            return grads, (value, aux)
         return grads, value
 
     return wrapper
@@ -251,7 +252,7 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     def wrapper(*args, **kwargs):
         result = inner(*args, **kwargs)
         if has_aux:
-            (g, _), aux = result
+            g, (_, aux) = result
             return g, aux
         return result[0]
 
@@ -319,6 +320,11 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
                                    f"type {type(o)}")
+        for o in flat_out:
+            # PyTorch's check: an integer output has no gradient (jacrev gave zeros for it)
+            if not (o.is_floating_point() or o.is_complex()):
+                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                                   f"Tensor with dtype {o.dtype}")
         keep = grad_mode.STATE.grad_enabled and state.reaches_outside(flat_out)
 
     def vjp_fn(cotangents):

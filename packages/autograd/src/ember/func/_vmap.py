@@ -68,7 +68,8 @@ def _check_out_dims(out_dims, func) -> None:
 
 
 def _process_inputs(in_dims, args, func):
-    if not isinstance(in_dims, (int, tuple)) and in_dims is not None or isinstance(in_dims, bool):
+    # a bare None is refused as PyTorch's (None is for one input inside the tuple)
+    if not isinstance(in_dims, (int, tuple)) or isinstance(in_dims, bool):
         raise ValueError(
             f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
             f"(potentially nested) tuple matching the structure of inputs, got: {type(in_dims)}.")

@@ -343,9 +343,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError("bilinear(): input batch dimensions do not match: got "
                            f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
-    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError(f"bilinear(): input size does not match weight size: got {input1.shape[-1]} and "
-                           f"{input2.shape[-1]} but expected {weight.shape[1]} and {weight.shape[2]}")
+    for k, x in ((1, input1), (2, input2)):  # PyTorch checks (and names) each input in turn
+        if x.shape[-1] != weight.shape[k]:
+            raise RuntimeError(f"bilinear(): input{k} size does not match weight size: got {x.shape[-1]} but "
+                               f"expected {weight.shape[k]}")
     out = ember.einsum("...i,oij,...j->...o", input1, weight, input2)
     return out + bias if bias is not None else out
 

@@ -120,24 +120,31 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     tg_len = _lengths(target_lengths, "target_lengths", N)
     if targets.dtype.is_floating_point or targets.dtype.is_complex:
         raise RuntimeError("ctc_loss: targets must be integral")
+    # PyTorch's checks (ctc_loss_allocate_outputs), in its order: target lengths, the targets' size
+    # for their layout (exact for concatenated targets), then input lengths.
+    where = "(while checking arguments for ctc_loss_allocate_outputs)"
     for b in range(N):
-        if in_len[b] > T or in_len[b] < 0:
-            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {in_len[b]} "
-                               f"(while checking arguments for ctc_loss_cpu)")
         if tg_len[b] < 0:
-            raise RuntimeError("ctc_loss: target_lengths must be non-negative")
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got value {tg_len[b]} {where}")
     S = max(tg_len) if tg_len else 0
+    dim0 = sum(tg_len) if targets.ndim == 1 else N
+    if targets.ndim == 0 or targets.shape[0] != dim0:
+        got = targets.shape[0] if targets.ndim else 1
+        raise RuntimeError(f"Expected tensor to have size {dim0} at dimension 0, but got size {got} for argument #2 "
+                           f"'targets' {where}")
+    if targets.ndim != 1 and S > targets.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {S} at dimension 1, but got size "
+                           f"{targets.shape[1]} for argument #2 'targets' {where}")
+    for b in range(N):
+        if in_len[b] < 0:
+            raise RuntimeError(f"Expected input_lengths to have value at least 0, but got value {in_len[b]} {where}")
+        if in_len[b] > T:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {in_len[b]} {where}")
     # Padded (N, S) targets from either layout: padded 2-D or concatenated 1-D.
-    if targets.ndim == 2 and targets.shape[0] == N:
-        if S > targets.shape[1]:
-            raise RuntimeError(f"Expected tensor to have size at least {S} at dimension 1, but got size "
-                               f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
-                               f"ctc_loss_cpu)")
+    if targets.ndim != 1:
         padded = targets[:, :S].long()
     else:
         flat = targets.reshape(-1).long()
-        if sum(tg_len) > flat.numel():
-            raise RuntimeError("ctc_loss: targets has fewer elements than the sum of target_lengths")
         rows, start = [], 0
         for b in range(N):
             row = flat[start:start + tg_len[b]]

@@ -170,6 +170,17 @@ def _adaptive_input(input: Tensor, output_size, fn: str, sep: str) -> tuple:
 
 @_autocast_composite("fp32")
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    # PyTorch's composite checks the size, then takes a mean for a 1x1x1 output (a 0-sized volume gives
+    # NaN, any rank >= 3 works) before its kernel's checks.
+    if isinstance(input, Tensor) and input.ndim >= 3:
+        size = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+        if len(size) == 3:
+            size = tuple(input.shape[-3 + i] if v is None else v for i, v in enumerate(size))
+            if any(v < 0 for v in size):
+                raise RuntimeError("adaptive_avg_pool3d: elements of output_size must be greater than or equal to 0 "
+                                   f"but received {{{size[0]}, {size[1]},{size[2]}}}")
+            if size == (1, 1, 1):
+                return input.mean((-1, -2, -3), keepdim=True)
     x, added, (od, oh, ow) = _adaptive_input(input, output_size, "adaptive_avg_pool3d", "")
     n, c, dd, h, w = x.shape
     x = _wide(x)

@@ -23,6 +23,8 @@ class Adafactor(Optimizer):
     update ``g / sqrt(var)`` is clipped to RMS ``d``.
     """
 
+    _complex_as_real = False
+
     def __init__(
         self,
         params: Iterable[Any],
@@ -79,6 +81,8 @@ class Adafactor(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if p.is_complex():
+                    raise RuntimeError("Adafactor does not support complex parameters")
                 if grad.is_sparse:
                     raise RuntimeError("Adafactor does not support sparse gradients")
                 state = self.state[p]

@@ -130,6 +130,8 @@ class LBFGS(Optimizer):
     Losses, curvature products and step lengths are kept as Python floats.
     """
 
+    _complex_as_real = False
+
     def __init__(
         self,
         params: Iterable[Any],
@@ -161,21 +163,24 @@ class LBFGS(Optimizer):
 
     def _numel(self) -> int:
         if self._numel_cache is None:
-            self._numel_cache = sum(p.numel() for p in self._params)
+            # a complex parameter counts as its real view (PyTorch's LBFGS)
+            self._numel_cache = sum(2 * p.numel() if p.is_complex() else p.numel() for p in self._params)
         return self._numel_cache
 
     def _gather_flat_grad(self) -> Tensor:
         views = []
         for p in self._params:
-            if p.grad is None:
-                views.append(p.new_zeros(p.numel()))
-            else:
-                views.append(p.grad.reshape(-1))
+            view = p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1)
+            if view.is_complex():
+                view = ember.view_as_real(view).reshape(-1)
+            views.append(view)
         return ember.cat(views, 0)
 
     def _add_grad(self, step_size: float, update: Tensor) -> None:
         offset = 0
         for p in self._params:
+            if p.is_complex():
+                p = ember.view_as_real(p)
             numel = p.numel()
             p.add_(update[offset : offset + numel].view_as(p), alpha=step_size)
             offset += numel

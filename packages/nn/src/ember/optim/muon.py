@@ -61,6 +61,8 @@ class Muon(Optimizer):
     orthogonalised, scaled by ``adjust_lr_fn``, and applied after decoupled weight decay.
     """
 
+    _complex_as_real = False
+
     def __init__(
         self,
         params: Iterable[Any],

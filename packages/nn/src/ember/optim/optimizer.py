@@ -75,13 +75,51 @@ def _with_step_hooks(step: Callable) -> Callable:
                         f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
                 args, kwargs = result
-        out = step(self, *args, **kwargs)
+        if self._complex_as_real and any(any(map(_IS_COMPLEX, map(_DTYPE, g["params"]))) for g in self.param_groups):
+            out = _step_complex_as_real(self, step, args, kwargs)
+        else:
+            out = step(self, *args, **kwargs)
         for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
             post_hook(self, args, kwargs)
         return out
 
     wrapper._hooked = True
     return wrapper
+
+
+_IS_COMPLEX = attrgetter("is_complex")
+
+
+def _step_complex_as_real(self, step: Callable, args, kwargs):
+    """``step`` with every complex parameter seen as its real view (``view_as_real``: the real and
+    imaginary parts as independent entries), its gradient and state tensors too, as PyTorch's
+    optimizers do; the state stays complex-typed between steps (as PyTorch's, in its state_dict).
+    A closure runs first, on the complex parameters (its zero_grad/backward must reach their grads)."""
+    closure = kwargs.pop("closure", args[0] if args else None)
+    loss = _run_closure(closure)
+    swapped = []
+    for group in self.param_groups:
+        params = group["params"]
+        for i, p in enumerate(params):
+            if not p.is_complex():
+                continue
+            real = ember.view_as_real(p.detach())
+            if p.grad is not None:
+                real.grad = ember.view_as_real(p.grad)
+            if p in self.state:
+                self.state[real] = {k: ember.view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v
+                                    for k, v in self.state.pop(p).items()}
+            params[i] = real
+            swapped.append((params, i, p, real))
+    try:
+        step(self, None, *args[1:], **kwargs)
+        return loss
+    finally:
+        for params, i, p, real in swapped:
+            params[i] = p
+            if real in self.state:
+                self.state[p] = {k: ember.view_as_complex(v) if isinstance(v, Tensor) and v.shape == real.shape
+                                 and v.dtype == real.dtype else v for k, v in self.state.pop(real).items()}
 
 
 class Optimizer:
@@ -93,6 +131,10 @@ class Optimizer:
         defaults: the default value of every optimization option, used by groups that
             don't set it.
     """
+
+    # Whether step() runs complex parameters as their real views (PyTorch's elementwise optimizers do;
+    # LBFGS flattens them itself, SparseAdam and Adafactor refuse them).
+    _complex_as_real = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

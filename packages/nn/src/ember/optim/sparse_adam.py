@@ -38,6 +38,8 @@ class SparseAdam(Optimizer):
         >>> opt.step()
     """
 
+    _complex_as_real = False
+
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, maximize: bool = False) -> None:
         _check_lr(lr)

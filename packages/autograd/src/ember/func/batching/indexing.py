@@ -187,7 +187,10 @@ def index_dim_inplace_rule(op, level, args, kwargs):
     an index into the samples laid end to end along that dim."""
     size = batch_size(level)
     bound = bind(op, args, kwargs)
-    self_value, sb = unwrap(bound["self"], level)
+    # The wrapper the op returns (bound["self"] is rebound to physical values below: returning that
+    # gave the physical tensor, seen as one sample's value, so index_add's result gained a dim).
+    wrapper = bound["self"]
+    self_value, sb = unwrap(wrapper, level)
     if not sb:
         raise inplace_error(op.name)
     n = self_value.dim() - 1
@@ -204,13 +207,13 @@ def index_dim_inplace_rule(op, level, args, kwargs):
         elif ob:
             # A per-sample fill value: fill a mask of the same rows, then blend.
             mask = OPS["full"](tuple(self_value.shape), False, dtype=_bool(), device=self_value.device)
-            op(mask, dim, index, True)
+            op(mask, dim, index, OPS["full"]((), True, dtype=_bool(), device=self_value.device))
             self_value.copy_(OPS["where"](mask, other, self_value))
-            finish_inplace(bound["self"])
-            return bound["self"]
+            finish_inplace(wrapper)
+            return wrapper
         call_bound(op, bound)
-        finish_inplace(bound["self"])
-        return bound["self"]
+        finish_inplace(wrapper)
+        return wrapper
     # Batched index: move dim next to the batch, lay samples end to end, offset each sample's index.
     moved = self_value.movedim(dim, 1)
     length = moved.shape[1]
@@ -228,12 +231,12 @@ def index_dim_inplace_rule(op, level, args, kwargs):
         fill = other.reshape((size, 1) + (1,) * len(rest)).expand((size, k) + rest).reshape((size * k,) + rest)
         OPS["index_copy_"](flat, 0, flat_index, fill.to(flat.dtype))
         moved.copy_(flat.reshape(moved.shape))
-        finish_inplace(bound["self"])
-        return bound["self"]
+        finish_inplace(wrapper)
+        return wrapper
     call_bound(op, bound)
     moved.copy_(flat.reshape(moved.shape))
-    finish_inplace(bound["self"])
-    return bound["self"]
+    finish_inplace(wrapper)
+    return wrapper
 
 
 def masked_fill_rule(op, level, args, kwargs):
@@ -275,7 +278,8 @@ def cat_rule(op, level, args, kwargs):
 def dynamic_shape_rule(op, level, args, kwargs):
     raise RuntimeError(
         "vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
-        f"aten::{op.name}. Please voice your support in https://github.com/pytorch/functorch/issues/256")
+        f"aten::{op.name}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+        "feature.")
 
 
 RULES = {

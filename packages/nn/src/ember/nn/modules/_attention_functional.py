@@ -136,6 +136,12 @@ def _mha_forward(
         is_causal = False if key_padding_mask is not None else is_causal
 
     if use_separate_proj_weight:
+        # PyTorch's _in_projection asserts each weight's shape against its input
+        e_q, e_k, e_v = query.shape[-1], key.shape[-1], value.shape[-1]
+        for kind, w, shp in (("query", q_proj_weight, (e_q, e_q)), ("key", k_proj_weight, (e_q, e_k)),
+                             ("value", v_proj_weight, (e_q, e_v))):
+            if tuple(w.shape) != shp:
+                raise AssertionError(f"expecting {kind} weights shape of {shp}, but got {w.shape}")
         q, k, v = _in_projection(query, key, value, None, in_proj_bias, q_proj_weight, k_proj_weight,
                                  v_proj_weight, embed_dim)
     else:

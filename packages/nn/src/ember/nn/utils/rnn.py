@@ -138,7 +138,9 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         sorted_indices = sorted_indices.to(input.device)
         input = input.index_select(batch_dim, sorted_indices)
     if lengths.dim() != 1:
-        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D tensor")
+        # lengths is a CPU int64 tensor by now (PyTorch's Python side converts it first, as _lengths_tensor)
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D cpu Long "
+                           f"tensor")
     batch = input.size(batch_dim)
     if lengths.numel() != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lengths.numel()} "

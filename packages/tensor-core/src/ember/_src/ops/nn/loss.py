@@ -375,7 +375,18 @@ def _bce_kernel(input, target, weight=None, reduction=1):
         # Written as "not inside [0, 1]" so that a NaN input fails too, as in PyTorch. In the kernel,
         # which sees the physical values (a check in the function was data-dependent control flow
         # to vmap).
-        _check_async(((input >= 0) & (input <= 1)).logical_not(), "all elements of input should be between 0 and 1")
+        bad_input = ((input >= 0) & (input <= 1)).logical_not()
+        if input._device.type != "cpu":
+            _check_async(bad_input, "all elements of input should be between 0 and 1")
+        else:
+            # PyTorch's CPU kernel checks each element's input, then its target (NaN fails both), so
+            # the first bad element names which; a device kernel checks the input only.
+            bad_target = ((target >= 0) & (target <= 1)).logical_not()
+            bad = (bad_input | bad_target).reshape(-1)
+            if bool(bad.any()):
+                first = int(bad.int().argmax())
+                which = "input" if bool(bad_input.reshape(-1)[first]) else "target"
+                raise RuntimeError(f"all elements of {which} should be between 0 and 1")
     cd = compute_dtype(input.dtype)
     x, t = convert(input, cd), convert(target, cd)
     log_x = elementwise.clamp_min(x.log(), -100)
@@ -409,7 +420,14 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
     if weight is not None:
-        weight = weight.expand(tuple(target._shape))
+        # PyTorch's F.binary_cross_entropy broadcasts target's and weight's shapes (its error names them)
+        from ..shape.splits import broadcast_shapes
+
+        new_size = tuple(broadcast_shapes(target.size(), weight.size()))
+        if new_size != tuple(target._shape):
+            raise RuntimeError(f"output with shape {list(target._shape)} doesn't match the broadcast shape "
+                               f"{list(new_size)}")
+        weight = weight.expand(new_size)
     return bce_op(input, target, weight, _REDUCTION_CODE[reduction])
 
 

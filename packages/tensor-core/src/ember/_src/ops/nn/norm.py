@@ -140,7 +140,7 @@ native_layer_norm_backward_op = _define(
     _layer_norm_backward_kernel)
 
 
-def _check_normalized(input: Tensor, normalized_shape, weight, bias) -> tuple:
+def _check_normalized(input: Tensor, normalized_shape, weight, bias, star: str = "*, ") -> tuple:
     nshape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
     n = len(nshape)
     if n == 0:
@@ -152,7 +152,7 @@ def _check_normalized(input: Tensor, normalized_shape, weight, bias) -> tuple:
                                f"{list(t._shape)} and normalized_shape = {list(nshape)}")
     if input.ndim < n or tuple(input._shape[input.ndim - n:]) != nshape:
         raise RuntimeError(f"Given normalized_shape={list(nshape)}, expected input with shape "
-                           f"[*, {', '.join(str(s) for s in nshape)}], but got input of size{list(input._shape)}")
+                           f"[{star}{', '.join(str(s) for s in nshape)}], but got input of size{list(input._shape)}")
     return nshape
 
 
@@ -199,7 +199,7 @@ fused_rms_norm_op = _define(
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) * weight over the trailing dims; eps defaults to finfo(dtype).eps."""
     _check_float(input, "rms_norm")
-    nshape = _check_normalized(input, normalized_shape, weight, None)
+    nshape = _check_normalized(input, normalized_shape, weight, None, "*")  # PyTorch's rms_norm text: [*2]
     if eps is None:  # the compute dtype's eps, as PyTorch (float32's for half types)
         eps = dtypes.finfo(compute_dtype(input.dtype)).eps
     return fused_rms_norm_op(input, nshape, weight, float(eps))[0]

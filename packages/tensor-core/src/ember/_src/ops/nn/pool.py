@@ -307,6 +307,10 @@ def _adaptive_shape(self, output_size, fn: str) -> tuple:
     # A 4D input's channels count as non-batch for max pooling (PyTorch), not for average pooling.
     _check_nonempty_dims(self._shape, 1 if fn == "adaptive_max_pool2d" and self.ndim == 4 else self.ndim - 2, fn)
     if any(o < 0 for o in output_size):
+        if fn == "adaptive_max_pool2d":  # PyTorch's max kernel has no size check: its output allocation fails
+            first = next(o for o in output_size if o < 0)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {first}: "
+                               f"{list(self._shape[:-2]) + list(output_size)}")
         raise RuntimeError(f"{fn}(): elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, output_size))}}}")
     _check_float(self, fn)
@@ -363,8 +367,26 @@ def _adaptive_size(output_size, input: Tensor, n: int) -> tuple:
     return tuple(input._shape[-n + i] if o is None else o for i, o in enumerate(output_size))
 
 
+def _adaptive_avg_composite(input, size: tuple):
+    """PyTorch's adaptive_avg_pool2d: its own size checks, then a mean over the plane for a 1x1 output
+    (so a 0-sized plane gives NaN there, not the kernel's error, and any rank >= 2 works), else the kernel."""
+    if len(size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    if size[0] < 0 or size[1] < 0:
+        raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{size[0]}, {size[1]}}}")
+    if size[0] == 1 and size[1] == 1:
+        out = input.mean((-1, -2), keepdim=True)
+        if input.ndim == 4 and not input.is_contiguous() and input.is_contiguous(memory_format=mf.channels_last):
+            # PyTorch's mean keeps the input's layout (strides of the 1-sized plane included); ember's does not
+            out = out.clone(memory_format=mf.channels_last)
+        return out
+    return _adaptive_avg_pool2d_op(input, size)
+
+
 def adaptive_avg_pool2d(input, output_size):
-    return _adaptive_avg_pool2d_op(input, _adaptive_size(output_size, input, 2))
+    check_tensor_args("adaptive_avg_pool2d", ("input", input))
+    return _adaptive_avg_composite(input, _adaptive_size(output_size, input, 2))
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -374,7 +396,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def _adaptive_1d_input(input, fn: str):
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"{fn}(): Expected 2D or 3D tensor, but got {list(input._shape)}")
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {fn})")
     if fn == "adaptive_max_pool1d":
         _check_nonempty_dims(input._shape, 1, fn)
     return input.unsqueeze(-2)
@@ -394,7 +417,7 @@ def _adaptive_1d_size(output_size, fn: str) -> int:
 
 def adaptive_avg_pool1d(input, output_size):
     size = _adaptive_1d_size(output_size, "adaptive_avg_pool1d")
-    return _adaptive_avg_pool2d_op(_adaptive_1d_input(input, "adaptive_avg_pool1d"), (1, size)).squeeze(-2)
+    return _adaptive_avg_composite(_adaptive_1d_input(input, "adaptive_avg_pool1d"), (1, size)).squeeze(-2)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

@@ -1,0 +1,98 @@
+"""Session-18 user programs, run with PyTorch and with ``import ember as torch``, printing the same lines.
+
+The programs under ``tests/programs/s18_*.py`` start from seed-independent states: ``_seedfree`` fills
+every parameter from NumPy (the same arrays in both libraries) and builds the data the same way, so the
+printed losses agree per step (rtol 1e-5, plus one unit in the last printed digit) without relying on
+the random streams. ``s18_hostile.py`` prints, per case, a result or the exception's type and message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent / "programs"
+sys.path.insert(0, str(HERE))
+from _compare import differences  # noqa: E402
+
+PROGRAMS = sorted(p.name for p in HERE.glob("s18_*.py") if p.name != "s18_hostile.py")
+HOSTILE = "s18_hostile.py"
+# Hostile cases whose exception type is PyTorch's but whose message deliberately is not.
+MESSAGE_DIFFERS: dict[str, str] = {
+    "interpolate int input": "PyTorch's text names an internal helper of whichever kernel path it took "
+                             "(compute_indices_weights_nearest, upsample_nearest2d_channels_last, ...); ember names "
+                             "the op",
+    "conv2d padding_mode bad": "PyTorch prints a Python set of strings, whose order changes with the hash seed",
+    "conv2d bad padding str": "as above",
+}
+
+
+def _run_all(lib: str, tmp: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    out = tmp / f"{lib}.json"
+    return subprocess.Popen([sys.executable, str(HERE / "_driver.py"), lib, str(out), *PROGRAMS, HOSTILE],
+                            cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("programs_s18")
+    procs = {lib: _run_all(lib, tmp) for lib in ("torch", "ember")}
+    results = {}
+    for lib, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"the {lib} driver failed:\n{err[-3000:]}"
+        results[lib] = json.loads((tmp / f"{lib}.json").read_text())
+    return results
+
+
+def test_there_are_programs():
+    assert len(PROGRAMS) >= 12, PROGRAMS
+
+
+@pytest.mark.parametrize("spec", PROGRAMS)
+def test_program_prints_what_pytorch_prints(outputs, spec):
+    theirs, ours = outputs["torch"][spec], outputs["ember"][spec]
+    assert "!! " not in theirs, f"the program fails under PyTorch itself:\n{theirs}"
+    diff = differences(theirs, ours, rtol=1e-5)
+    assert not diff, "\n".join(diff) + f"\n--- ember's output:\n{ours}"
+
+
+def _cases(text: str) -> dict:
+    cases = {}
+    for line in text.splitlines():
+        for sep in (" !! ", " -> "):
+            if sep in line:
+                name, rest = line.split(sep, 1)
+                cases[name] = (sep.strip(), rest)
+                break
+    return cases
+
+
+def test_hostile_inputs_raise_what_pytorch_raises(outputs):
+    theirs, ours = _cases(outputs["torch"][HOSTILE]), _cases(outputs["ember"][HOSTILE])
+    assert len(theirs) > 40 and list(theirs) == list(ours), (list(theirs), list(ours))
+    problems = []
+    for name, (kind, rest) in theirs.items():
+        our_kind, our_rest = ours[name]
+        if kind == "->":
+            if our_kind != "->" or differences(rest, our_rest):
+                problems.append(f"{name}: torch -> {rest}\n   ember {our_kind} {our_rest}")
+            continue
+        their_type, _, their_msg = rest.partition(" | ")
+        our_type, _, our_msg = our_rest.partition(" | ")
+        if our_kind != "!!" or our_type != their_type:
+            problems.append(f"{name}: torch raises {their_type}: {their_msg}\n   ember {our_kind} {our_rest}")
+        elif name not in MESSAGE_DIFFERS and differences(their_msg, our_msg):
+            problems.append(f"{name}: message\n   torch: {their_msg}\n   ember: {our_msg}")
+    assert not problems, "\n".join(problems)
+
+
+def test_message_exceptions_name_existing_cases(outputs):
+    assert set(MESSAGE_DIFFERS) <= set(_cases(outputs["torch"][HOSTILE]))
