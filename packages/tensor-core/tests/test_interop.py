@@ -368,6 +368,39 @@ def test_import_ember_does_not_import_numpy():
     assert out.stdout.strip() == "False"
 
 
+def test_import_ember_leaves_heavy_stdlib_modules_to_their_users():
+    # Issue 18 (import ember < 0.1 s): these load where used. Measured against what the interpreter
+    # had before `import ember` (a site hook may have loaded some already).
+    import subprocess
+    import sys
+
+    heavy = ["multiprocessing", "socket", "inspect", "logging", "traceback", "zipfile", "tempfile", "shutil",
+             "importlib.abc", "urllib.parse", "pickletools"]
+    code = ("import sys\nbefore = set(sys.modules)\nimport ember\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules and m not in before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("first", ["ember", "multiprocessing"])
+def test_forking_pickler_sends_shared_tensors_by_memory(first):
+    # The reducer is registered on multiprocessing's first import (after ember) or at once (before).
+    import subprocess
+    import sys
+
+    code = (
+        f"import {first}\nimport ember, multiprocessing, sys\n"
+        "from multiprocessing.reduction import ForkingPickler\n"
+        "t = ember.zeros(3).share_memory_()\n"
+        "u = ForkingPickler.loads(bytes(ForkingPickler.dumps(t)))\n"
+        "t[1] = 5\n"
+        "print(u.tolist(), any(type(f).__name__ == 'type' and f.__name__ == '_ReducersOnImport' "
+        "for f in sys.meta_path))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[0.0, 5.0, 0.0] False"
+
+
 @pytest.mark.parametrize("shape,stride,offset", [((0,), (1,), 7), ((0, 3), (1, 1), 9), ((2, 0), (3, 1), 6)])
 def test_numpy_of_an_empty_view_past_the_end_of_its_storage(shape, stride, offset):
     # Found by test_fuzz_ops: as_strided accepts an empty view at any offset (as PyTorch does), but

@@ -7,7 +7,6 @@ whether the dispatcher hands an op to it.
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 
 # Becomes True the first time any thread turns inference mode on: until then, creating a tensor
@@ -61,6 +60,8 @@ class _DecoratorContextManager:
         return super().__new__(cls)
 
     def __call__(self, func):
+        import inspect  # on first use: inspect pulls in dis, tokenize, ast (import ember < 0.1 s)
+
         if inspect.isgeneratorfunction(func):
             return _generator_in_context(self.clone, func)
 

@@ -18,17 +18,13 @@ module is the core's, and the distributed package's ``Work.get_future()`` builds
 
 from __future__ import annotations
 
-import logging
 import threading
-import traceback
 from typing import Generic, TypeVar
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
 T = TypeVar("T")
 S = TypeVar("S")
-
-_log = logging.getLogger(__name__)
 
 _PENDING, _VALUE, _ERROR = 0, 1, 2
 
@@ -49,6 +45,8 @@ def _check_devices(devices) -> list:
 
 def _callback_error(err: Exception) -> RuntimeError:
     """The error of a ``then`` future whose callback raised ``err`` (PyTorch's wording)."""
+    import traceback  # on this error path only (import ember < 0.1 s)
+
     frames = traceback.extract_tb(err.__traceback__)
     at = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))
     name = type(err).__name__
@@ -139,7 +137,9 @@ class Future(Generic[T]):
             try:
                 callback(fut)
             except Exception as err:  # noqa: BLE001 - PyTorch logs and goes on too
-                _log.error("Got the following error when running the callback: %s: %s",
+                import logging  # on this error path only (import ember < 0.1 s)
+
+                logging.getLogger(__name__).error("Got the following error when running the callback: %s: %s",
                            type(err).__name__, err)
 
         self._add_callback(run)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import sys
-import tempfile
 import warnings
-import zipfile
-from urllib.parse import urlparse
+
+# zipfile (with bz2, lzma), shutil, tempfile and urllib.parse are imported where used: only a
+# download or an archive needs them, and they were a fifth of `import ember` (issue 18: < 0.1 s).
 
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
@@ -66,6 +65,8 @@ def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, pro
     # Imported here: urllib.request (with http.client, ssl, email) and hashlib (OpenSSL) are a fifth
     # of `import ember` and only a download needs them.
     import hashlib
+    import shutil
+    import tempfile
     import urllib.request
 
     dst = os.path.expanduser(dst)
@@ -94,6 +95,9 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     """Downloads a checkpoint once into ``model_dir`` (default ``get_dir()/checkpoints``) and loads it
     with ``ember.load``; ``check_hash`` checks the hex digits after the last '-' of the file name
     against its SHA-256, as PyTorch's naming convention says."""
+    import zipfile
+    from urllib.parse import urlparse
+
     import ember
 
     model_dir = os.path.join(get_dir(), "checkpoints") if model_dir is None else model_dir
@@ -115,6 +119,8 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
 
 
 def _is_checkpoint_zip(path: str) -> bool:
+    import zipfile
+
     with zipfile.ZipFile(path) as z:
         return any(n.endswith("data.pkl") for n in z.namelist())
 
@@ -166,6 +172,9 @@ def _trust(owner: str, name: str) -> None:
 
 
 def _get_cache_or_reload(github: str, force_reload: bool, trust_repo, verbose: bool = True) -> str:
+    import shutil
+    import zipfile
+
     owner, name, ref = _parse_repo_info(github)
     hub_dir = get_dir()
     os.makedirs(hub_dir, exist_ok=True)

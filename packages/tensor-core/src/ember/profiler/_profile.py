@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import os
-import socket
 import time
 import warnings
 from collections.abc import Callable
@@ -83,6 +82,8 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None, use
     ``<worker>.<ms since epoch>.pt.trace.json[.gz]`` (TensorBoard's profiler plugin reads it)."""
 
     def handler(prof) -> None:
+        import socket  # when a trace is written (import ember < 0.1 s)
+
         os.makedirs(dir_name, exist_ok=True)
         worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
         name = f"{worker}.{time.time_ns() // 1_000_000}.pt.trace.json"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import pickletools
 import threading
 
 from ._pickle_reader import Constructor
@@ -119,6 +118,8 @@ def build_user_instance(inst, state) -> None:
 
 def globals_in_pickle(data: bytes) -> list[str]:
     """Every ``module.name`` a pickle stream refers to (GLOBAL/INST/STACK_GLOBAL), in order."""
+    import pickletools  # here: its opcode tables are built at import (import ember < 0.1 s)
+
     found: list[str] = []
     strings: list = []
     memo: dict = {}

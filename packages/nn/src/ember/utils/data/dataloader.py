@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import math
 import multiprocessing
+import multiprocessing.util  # noqa: F401  (registers its atexit handler before ours: see _live_iterators)
 import os
 import pickle
 import queue
@@ -361,16 +362,21 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
 
 # Iterators whose workers may still run: shut down at interpreter exit, before
-# multiprocessing's own exit handler (atexit runs handlers last-registered first).
+# multiprocessing's own exit handler (atexit runs handlers last-registered first, and
+# multiprocessing.util registers its handler when first imported: hence the import here,
+# or a first Queue() would register it after ours and it would run first).
 _live_iterators: weakref.WeakSet = weakref.WeakSet()
 _exiting = False
 
 
 @atexit.register
 def _shutdown_all_at_exit() -> None:
+    # Not patient: the program is ending, so workers are terminated at once, as the
+    # daemonic processes they are (PyTorch leaves them to multiprocessing's handler, which
+    # terminates them too). Shutdown takes no lock a worker may hold, so it cannot hang.
     global _exiting
     for it in list(_live_iterators):
-        it._shutdown_workers()
+        it._shutdown_workers(patient=False)
     _exiting = True
 
 
@@ -388,7 +394,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues = []
         context = loader.multiprocessing_context or _default_context()
         self._result_queue = context.Queue()
-        self._done_event = context.Event()
+        # Set at shutdown; workers poll it. A lock-free shared byte, not an Event: an Event's
+        # set() takes a lock the workers share, and a worker killed while holding it (at
+        # exit, by multiprocessing's terminate(); any time, by the OOM killer) left set()
+        # waiting forever, so the main process hung at exit (seen under load, 2026-12-05).
+        self._done_flag = context.RawValue("b", 0)
         _live_iterators.add(self)
         try:
             for worker_id in range(self._num_workers):
@@ -402,7 +412,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                         self._dataset,
                         index_queue,
                         self._result_queue,
-                        self._done_event,
+                        self._done_flag,
                         self._auto_collation,
                         self._collate_fn,
                         self._drop_last,
@@ -549,7 +559,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._shutdown = True
         _live_iterators.discard(self)
         try:
-            self._done_event.set()
+            self._done_flag.value = 1
             for wid in range(len(self._workers)):
                 if self._persistent_workers or self._workers_status[wid]:
                     self._mark_worker_as_unavailable(wid)

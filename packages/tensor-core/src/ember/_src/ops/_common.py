@@ -158,6 +158,15 @@ def _out_caller_name(result: Tensor) -> str:
     return name
 
 
+def fresh_result(result: Tensor) -> Tensor:
+    """``result``, which an op allocated and then wrote through in-place ops (a clone then scatter_,
+    zeros then a diagonal's copy_ ...), with its version counter back at 0: PyTorch's kernel writes
+    its fresh result below the counter, so ``x.scatter(...)._version`` is 0 (in-place writes to it
+    later bump it as usual; its views share the new counter)."""
+    _C._new_version_counter(result)
+    return result
+
+
 def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True) -> Tensor:
     """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.
 

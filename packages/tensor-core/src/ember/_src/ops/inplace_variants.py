@@ -24,7 +24,7 @@ from ..dispatch import OPS, define
 from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
-from ._common import label_as_op, type_name, write_out
+from ._common import fresh_result, label_as_op, type_name, write_out
 from .indexing import gather_scatter as _gather_scatter
 from .indexing import subscripts as _subscripts
 from .linalg import products as _matrix_products
@@ -248,7 +248,7 @@ def put_(self, index, source, accumulate=False):
 
 
 def put(input, index, source, accumulate=False):
-    return put_(views.clone_op(input), index, source, accumulate)
+    return fresh_result(put_(views.clone_op(input), index, source, accumulate))
 
 
 _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
@@ -279,7 +279,7 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     result = index_reduce_(views.clone_op(input), dim, index, source, reduce, include_self=include_self)
-    return write_out(result, out)
+    return write_out(fresh_result(result), out)
 
 
 def _fill_diagonal(t: Tensor, fill_value, wrap: bool) -> Tensor:
@@ -500,7 +500,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
 
 
 def fill(input, value):
-    return views.fill_(views.clone_op(input), value)
+    return fresh_result(views.fill_(views.clone_op(input), value))
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

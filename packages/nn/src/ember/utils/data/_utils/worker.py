@@ -134,7 +134,7 @@ def worker_loop(
     dataset,
     index_queue,
     result_queue,
-    done_event,
+    done_flag,
     auto_collation,
     collate_fn,
     drop_last,
@@ -168,8 +168,8 @@ def worker_loop(
                 task = index_queue.get(timeout=POLL_INTERVAL)
             except queue.Empty:
                 # A shutdown's None may never arrive: a garbage-collected iterator's queues
-                # can be finalized before its workers are told to stop. The event always is.
-                if done_event.is_set():
+                # can be finalized before its workers are told to stop. The flag always is set.
+                if done_flag.value:
                     break
                 continue
             if isinstance(task, _ResumeIteration):
@@ -180,7 +180,7 @@ def worker_loop(
                 continue
             if task is None:
                 break
-            if done_event.is_set() or iteration_end:
+            if done_flag.value or iteration_end:
                 continue  # shutting down, or this epoch's stream has ended: ignore the task
             idx, index = task
             if init_error is not None:
@@ -200,7 +200,7 @@ def worker_loop(
             del data, idx, index, task  # don't hold a batch while waiting for the next task
     except KeyboardInterrupt:
         pass
-    if done_event.is_set():
+    if done_flag.value:
         # The main process may have stopped reading: don't block exit flushing the queue.
         result_queue.cancel_join_thread()
         result_queue.close()

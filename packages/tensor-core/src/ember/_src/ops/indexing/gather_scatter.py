@@ -17,7 +17,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel, wrap_dim
 from ...tensor import Tensor, make_view, new_empty_tensor
-from .._common import HALF_TYPES, convert, type_name, write_out
+from .._common import HALF_TYPES, convert, fresh_result, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from ..pointwise.elementwise import add, mul, where
@@ -228,7 +228,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None, out=None) -> Tensor:
     """``input`` with ``src`` (a tensor or a scalar value) written along ``dim`` at ``index``."""
-    return write_out(scatter_(views.clone_op(input), dim, index, src, value=value, reduce=reduce), out)
+    return write_out(fresh_result(scatter_(views.clone_op(input), dim, index, src, value=value, reduce=reduce)), out)
 
 
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -236,7 +236,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, *, out=None) -> Tensor:
-    return write_out(scatter_add_inplace_op(views.clone_op(input), dim, index, src), out)
+    return write_out(fresh_result(scatter_add_inplace_op(views.clone_op(input), dim, index, src)), out)
 
 
 def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
@@ -247,7 +247,7 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out=None) -> Tensor:
     result = scatter_reduce_inplace_op(views.clone_op(input), dim, index, src, reduce, include_self=include_self)
-    return write_out(result, out)
+    return write_out(fresh_result(result), out)
 
 
 # -- index_add / index_copy / index_fill: scatters with an index expanded along dim ---------------
@@ -378,7 +378,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1, out=None) -> Tensor:
-    return write_out(index_add_inplace_op(views.clone_op(input), dim, index, source, alpha=alpha), out)
+    return write_out(fresh_result(index_add_inplace_op(views.clone_op(input), dim, index, source, alpha=alpha)), out)
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -387,7 +387,7 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 @_autocast_composite("promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *, out=None) -> Tensor:
-    return write_out(index_copy_inplace_op(views.clone_op(input), dim, index, source), out)
+    return write_out(fresh_result(index_copy_inplace_op(views.clone_op(input), dim, index, source)), out)
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -395,7 +395,7 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    return index_fill_inplace_op(views.clone_op(input), dim, index, _as_value(value, input))
+    return fresh_result(index_fill_inplace_op(views.clone_op(input), dim, index, _as_value(value, input)))
 
 
 # -- masked_scatter ------------------------------------------------------------------------------------
@@ -434,7 +434,7 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     shape = broadcast_shapes(input._shape, mask._shape)
     base = views.expand_op(input, shape) if shape != input._shape else input
-    return masked_scatter_inplace_op(views.clone_op(base), mask, source)
+    return fresh_result(masked_scatter_inplace_op(views.clone_op(base), mask, source))
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

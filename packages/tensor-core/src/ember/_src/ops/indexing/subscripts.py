@@ -19,7 +19,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
-from .._common import check_int64_arg, convert, type_name, write_out
+from .._common import check_int64_arg, convert, fresh_result, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
@@ -248,7 +248,7 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
 
 
 def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    return _put(views.clone_op(input), _check_put_args(indices, values), values, accumulate)
+    return fresh_result(_put(views.clone_op(input), _check_put_args(indices, values), values, accumulate))
 
 
 # -- nonzero, masks -------------------------------------------------------------------------------
@@ -351,7 +351,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     copy = views.clone_op(base)
     if not is_contiguous(copy._shape, copy._stride):
         copy = views.contiguous(copy)  # PyTorch fills a contiguous copy whatever the input's layout
-    return masked_fill_op(copy, mask, _as_value(value, input))
+    return fresh_result(masked_fill_op(copy, mask, _as_value(value, input)))
 
 
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:

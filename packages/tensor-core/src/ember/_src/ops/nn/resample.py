@@ -426,6 +426,10 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Class values must be smaller than num_classes.")
     out = empty(tuple(tensor._shape) + (num_classes,), dtypes.int64, tensor._device)
     _C.one_hot(contiguous_view(out, (idx.numel(), num_classes)), contiguous_view(idx, (idx.numel(),)))
+    # PyTorch's one_hot is a composite, zeros() then scatter_(): both writes count, so its result
+    # is at _version 2 (0 when empty). One kernel here; the counter as PyTorch's.
+    out._bump_version()
+    out._bump_version()
     return out
 
 

@@ -16,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, broadcast_shapes, numel, size_varargs, wrap_dim, wrap_dims
 from ...tensor import Tensor, new_empty_tensor
-from .._common import label_as_op, write_out
+from .._common import fresh_result, label_as_op, write_out
 from ..creation.factories import arange, zeros
 from ..indexing.sorting import bucketize
 from ..pointwise.elementwise import where
@@ -178,8 +178,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         n = input._shape[0] + abs(diagonal)
         out = zeros(n, n, dtype=input.dtype, device=input._device)
         out.diagonal(diagonal).copy_(input)
-        _C._new_version_counter(out)  # fresh (the view that bumped it is gone): _version 0, as PyTorch's
-        return out
+        return fresh_result(out)
     if input.ndim == 2:
         return input.diagonal(diagonal).clone()
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
@@ -204,8 +203,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
             shape.append(rest.pop(0))
     out = zeros(*shape, dtype=input.dtype, device=input._device)
     out.diagonal(offset, d1, d2).copy_(input)
-    _C._new_version_counter(out)  # as diag's
-    return out
+    return fresh_result(out)
 
 
 def meshgrid(*tensors, indexing: str | None = None):
@@ -325,7 +323,7 @@ def block_diag(*tensors) -> Tensor:
         out.narrow(0, r, m._shape[0]).narrow(1, c, m._shape[1]).copy_(m)
         r += m._shape[0]
         c += m._shape[1]
-    return out
+    return fresh_result(out)
 
 
 def cartesian_prod(*tensors) -> Tensor:
