@@ -149,10 +149,11 @@ def check_ce_forward_huge():
     from ember._cuda._ops_loss import _CLASS_NLL
 
     k = _load(_CLASS_NLL.replace("__CT__", "tl.float32"), "ember_ce_fwd_interp_huge")
-    for scale in (1e30, -1e30, 3.0):
+    for scale in (1e30, -1e30, 1e5, 3.0):
         for log_probs in (False, True):
             g = torch.Generator().manual_seed(0)
-            x = (scale * (1 + torch.rand(5, 9, generator=g) * 1e-3)).float()
+            x = ((scale + torch.randn(5, 9, generator=g, dtype=torch.float64)) if abs(scale) < 1e6 else
+                 (scale * (1 + torch.rand(5, 9, generator=g) * 1e-3))).float()
             x[0] = scale  # equal scores: the loss is log(9) exactly
             t = torch.randint(0, 9, (5,), generator=g)
             t[1] = -100
@@ -162,6 +163,11 @@ def check_ce_forward_huge():
                     SMOOTH=False)
             ref = torch.nn.functional.cross_entropy(x, t, reduction="none")
             torch.testing.assert_close(nll, ref, rtol=1e-5, atol=1e-6)
+            # the smoothing term -sum(log_softmax) (was 1e-3 off for 1e5 + N(0, 1) rows, 5e-5 for 1e30 ones)
+            sm = torch.empty(5)
+            k[(5,)](xi, t, xi, nll, sm, wt, lse, 9, -100, BLOCK=16, LOGP=log_probs, HAS_W=False, SMOOTH=True)
+            want = torch.where(t != -100, -torch.log_softmax(x.double(), 1).sum(1), 0.0)
+            torch.testing.assert_close(sm.double(), want, rtol=2e-6, atol=1e-5)
             print("ok ce_forward huge", scale, log_probs)
 
 

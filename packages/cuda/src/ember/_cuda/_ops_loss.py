@@ -33,6 +33,10 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
     s = tl.zeros([BLOCK], __CT__)
     tot = tl.zeros([BLOCK], __CT__)
     wsum = tl.zeros([BLOCK], __CT__)
+    # the smoothing sum is taken relative to the row's first score (finite, else 0): for huge scores
+    # sum(w x) - sum(w) lse cancels to nothing in float
+    x0 = tl.load(xr).to(__CT__)
+    ref = tl.where((x0 == x0) & (tl.abs(x0) < float('inf')), x0, 0.0)
     for n0 in range(0, C, BLOCK):
         cols = n0 + tl.arange(0, BLOCK)
         cm = cols < C
@@ -47,14 +51,16 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
                 wv = tl.load(w + cols, mask=cm, other=0).to(__CT__)
             else:
                 wv = tl.where(cm, 1.0, 0.0)
-            tot += tl.where(cm, wv * v, 0.0)
+            tot += tl.where(cm, wv * (v - ref), 0.0)
             wsum += wv
     if LOGP:
         lse = 0.0
+        lrel = -ref
     else:
         gm = tl.max(mx, axis=0)
         total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
         lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
+        lrel = tl.where(lse != lse, float('nan'), (gm - ref) + tl.log(total))  # lse - ref from its parts
         tl.store(lse_out + row, lse.to(lse_out.dtype.element_ty))  # ignored rows too (their gradient)
     safe = tl.where(valid & inb, tgt, 0)
     xt = tl.load(xr + safe).to(__CT__)
@@ -72,7 +78,7 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
     tl.store(nll + row, tl.where(valid, loss, 0.0).to(nll.dtype.element_ty))
     tl.store(wt + row, tl.where(valid, wgt, 0.0).to(wt.dtype.element_ty))
     if SMOOTH:
-        sv = -(tl.sum(tot, axis=0) - tl.sum(wsum, axis=0) * lse)
+        sv = -(tl.sum(tot, axis=0) - tl.sum(wsum, axis=0) * lrel)
         tl.store(sm + row, tl.where(valid, sv, 0.0).to(sm.dtype.element_ty))
 '''
 
