@@ -13,7 +13,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from dist_harness import PROGRAMS, _collect, base_env, free_port, run_ranks
+from dist_harness import FULL_RUNS, PROGRAMS, _collect, base_env, free_port, run_ranks
 
 import ember.distributed as dist
 
@@ -401,7 +401,11 @@ def _wait_for(path, limit):
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("size", [2, 3], ids=["same_size", "larger"])
+# (the variants that add least run in full runs only: CI's 2 cores keep the package's tests short)
+_FULL_ONLY = pytest.mark.skipif(not FULL_RUNS, reason="a variant: set EMBER_TEST_DIST_FULL=1")
+
+
+@pytest.mark.parametrize("size", [2, pytest.param(3, marks=_FULL_ONLY)], ids=["same_size", "larger"])
 def test_second_job_on_a_running_jobs_port_fails_and_leaves_it_alone(size):
     # Job B is started on the MASTER_PORT of job A, which is running: B's rank 0 cannot listen
     # (EADDRINUSE), and B's other ranks reach A's store. They must fail at once, saying why, and
@@ -426,7 +430,7 @@ def test_second_job_on_a_running_jobs_port_fails_and_leaves_it_alone(size):
         assert got_b[rank]["seconds"] < 20  # at once, not after the timeout
 
 
-@pytest.mark.parametrize("victims", ["all", "store_host"])
+@pytest.mark.parametrize("victims", [pytest.param("all", marks=_FULL_ONLY), "store_host"])
 def test_job_restarted_on_the_same_port_after_a_kill(victims):
     # A job killed (every rank, or only rank 0 that hosts the store: its other rank is left to
     # notice) and started again at once on the same port, as a supervisor restarting it would.

@@ -271,11 +271,12 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                   spin_seconds: float = _SPIN_SECONDS, small: int | None = None, large: bool = False) -> None:
     """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc).
     ``small``: the bytes of a barrier (0) or a synchronous all_reduce of up to 64 KB, whose wait is
-    all peer latency: it never naps before the collective spin ends (a thread that slept waits for
-    a core again when woken: 4 KB all_reduce measured 2.1 ms median at load 6 with the busy naps,
-    56 us spinning); on a busy machine it spins only as long as such a transfer takes while both
-    ranks run (``_SMALL_SPIN_PER_BYTE``), then naps briefly (``_SMALL_BUSY_NAP``: the comments there
-    say why).
+    all peer latency: on an idle machine it spins until the collective spin ends (a thread that
+    slept waits for a core again when woken: 4 KB all_reduce measured 2.1 ms median at load 6 with
+    the busy naps of other waits - a 1 ms spin, then naps up to 200 us - 56 us spinning); on a busy
+    machine it spins only as long as such a transfer takes while both ranks run
+    (``_SMALL_SPIN_PER_BYTE``), then naps of 10-50 us (``_SMALL_BUSY_NAP``: the comments there say
+    why).
     ``large``: a synchronous all_reduce of 1 MB or more (``MPIEngine.allreduce_now``): on a busy
     machine it waits as MPICH's blocking calls do, a ``sched_yield`` after every test, instead of
     napping after ``_BUSY_SPIN_SECONDS`` (the comment below ``_BUSY_SPIN_SECONDS`` says why)."""
