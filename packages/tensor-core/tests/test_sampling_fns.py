@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,14 @@ def test_zero_gradient():
         assert y.requires_grad
         y.sum().backward()
         assert x.grad.tolist() == [0.0, 0.0]
+
+
+def test_binomial_of_a_nan_count_returns_instead_of_looping():
+    """A NaN count sent the inversion sampler into an endless loop (PyTorch 2.13's CPU sampler too): it gives NaN,
+    and the cases PyTorch decides before sampling (prob <= 0, count <= 0, prob >= 1) stay PyTorch's."""
+    nan = float("nan")
+    count = ember.tensor([nan, nan, nan, nan, 10.0, -1.0, 10.0], dtype=ember.float64)
+    prob = ember.tensor([0.5, 0.9, 0.0, 1.0, nan, 0.5, 1.5], dtype=ember.float64)
+    got = ember.binomial(count, prob).tolist()
+    assert math.isnan(got[0]) and math.isnan(got[1]) and math.isnan(got[3]) and math.isnan(got[4])
+    assert got[2] == 0.0 and got[5] == 0.0 and got[6] == 10.0

@@ -812,6 +812,8 @@ T binomial_by_btrs(CpuRng& g, T count, T prob) {
 template <typename T>
 T binomial_sample(CpuRng& g, T count, T prob) {
   if (count <= 0.0 || prob <= 0.0) return 0;
+  // A NaN count would keep the inversion's loop waiting forever (PyTorch 2.13's CPU sampler hangs there): NaN.
+  if (std::isnan(count)) return std::numeric_limits<T>::quiet_NaN();
   if (prob >= 1.0) return count;
   if (prob <= 0.5) {
     return static_cast<T>(count * prob) >= 10.0 ? binomial_by_btrs(g, count, prob)
