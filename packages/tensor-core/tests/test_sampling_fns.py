@@ -84,3 +84,9 @@ def test_binomial_of_a_nan_count_returns_instead_of_looping():
     got = ember.binomial(count, prob).tolist()
     assert math.isnan(got[0]) and math.isnan(got[1]) and math.isnan(got[3]) and math.isnan(got[4])
     assert got[2] == 0.0 and got[5] == 0.0 and got[6] == 10.0
+
+
+def test_poisson_of_a_nan_rate_raises_as_torch():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+            lib.poisson(lib.tensor([1.0, float("nan")]))

@@ -36,7 +36,7 @@ def _poisson_cpu(self, generator=None):
     gen = _generator_for(self, generator)
     rates = convert(self, dtypes.float64)
     n = numel(self._shape)
-    if n and bool((rates < 0).any()):
+    if n and not bool((rates >= 0).all()):  # a NaN rate too, as PyTorch's check
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     values = empty(self._shape, dtypes.float64, self._device)
     if n:
