@@ -192,3 +192,17 @@ def test_mha_separate_projection_shape_asserts_as_torch(kdim, vdim):
         return mha(m.zeros(2, 4, 8), m.zeros(2, 6, kdim), m.zeros(2, 6, vdim))[0]
 
     _same(run)
+
+
+def test_saved_layouts_load_weights_only_in_both_libraries():
+    # ember pickled a layout through a private ember global, which weights_only loads (its own and
+    # PyTorch's) refused; torch.save writes torch.serialization._get_layout('torch.strided')
+    import io
+
+    buf = io.BytesIO()
+    ember.save({"layout": ember.strided, "sparse": ember.sparse_coo, "t": ember.ones(2)}, buf)
+    buf.seek(0)
+    theirs = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    assert theirs["layout"] is torch.strided and theirs["sparse"] is torch.sparse_coo
+    ours = ember.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    assert ours["layout"] is ember.strided and ours["sparse"] is ember.sparse_coo

@@ -18,6 +18,7 @@ from ember._src.dispatch import sync_pending
 from .._src import dtypes
 from .._src._native import _C
 from .._src.device import device
+from .._src.layouts import layout as _layout
 from .._src.shapes import Size
 from .._src.storage import TypedStorage
 from .._src.tensor import Tensor
@@ -74,6 +75,8 @@ class _SaveHook:
             return Reduce(Global("torch", "Size"), (tuple(obj),))
         if type(obj) is device:
             return Reduce(Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
+        if type(obj) is _layout:  # as torch.save writes a layout (its weights-only load allows it)
+            return Reduce(Global("torch.serialization", "_get_layout"), (repr(obj),))
         return None
 
     def _sparse(self, t: Tensor) -> Reduce:
