@@ -95,3 +95,13 @@ def assert_same(e_result, t_result, rtol=None, atol=None, check_dtype=True):
         rtol = rtol if rtol is not None else (1e-2 if t_result.dtype == torch.bfloat16 else 1e-3)
         atol = atol if atol is not None else 1e-3
     torch.testing.assert_close(expected, t_result, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
+
+
+def raises_like(fn_e, fn_t):
+    """Runs ``fn_t()`` (torch), which must raise, then ``fn_e()`` (ember), which must raise the same type
+    (or a subclass); returns both messages ``(ember's, torch's)`` for the caller's comparison."""
+    with pytest.raises(Exception) as t_err:
+        fn_t()
+    with pytest.raises(type(t_err.value)) as e_err:
+        fn_e()
+    return str(e_err.value), str(t_err.value)

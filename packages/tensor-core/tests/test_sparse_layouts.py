@@ -11,6 +11,8 @@ from sparse_helpers import EMBER_DTYPES, TORCH_DTYPES, assert_same, random_coo, 
 
 import ember
 
+from conftest import raises_like
+
 DTYPES = ["float32", "float64", "complex64", "int64", "bool"]
 
 
@@ -104,14 +106,6 @@ def test_constructors_match_torch():
     assert empty._nnz() == 0 and empty.to_dense().abs().sum().item() == 0
 
 
-def _raises_like(fn_e, fn_t):
-    with pytest.raises(Exception) as te:
-        fn_t()
-    with pytest.raises(type(te.value)) as ee:
-        fn_e()
-    return str(ee.value), str(te.value)
-
-
 @pytest.mark.parametrize("case", [
     lambda m: m.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,), check_invariants=True),
     lambda m: m.sparse_coo_tensor([[0, -1]], [1.0, 2.0], (3,), check_invariants=True),
@@ -125,7 +119,7 @@ def _raises_like(fn_e, fn_t):
     lambda m: m.sparse_csr_tensor([0, 1, 3], [1, 0], [1.0, 2.0], (2, 3), check_invariants=True),
 ])
 def test_invalid_inputs_raise_like_torch(case):
-    msg_e, msg_t = _raises_like(lambda: case(ember), lambda: case(torch))
+    msg_e, msg_t = raises_like(lambda: case(ember), lambda: case(torch))
     assert msg_e == msg_t
 
 
