@@ -129,7 +129,7 @@ def _poisson(self, generator=None):
     rates = self.to(dt.float64)
     if not rates.numel():
         return new_empty_tensor(self._shape, self.dtype, self._device)
-    if not bool((rates >= 0).all().item()):  # a NaN rate too, as the CPU kernel
+    if bool(((rates < 0) | rates.isnan()).any().item()):  # a NaN rate too, as the CPU kernel
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     finite = rates.isfinite()
     out = rates.where(~finite, 0.0)  # NaN and inf rates give themselves, as the CPU kernel's
