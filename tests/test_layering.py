@@ -44,6 +44,7 @@ SUBPACKAGE_OWNERS = {
     "onnx": "ember-export",
     "_inductor": "ember-export",
     "_export": "ember-export",
+    "_jit_internal": "ember-export",
     "distributed": "ember-distributed",
     "_cuda": "ember-cuda",
 }
