@@ -12,6 +12,7 @@ from . import dynamic_shapes, exported_program, graph_signature  # noqa: F401  (
 from ._aoti import AOTICompileError
 from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
+from ._constraints import Constraint
 from ._decompose import CustomDecompTable, default_decompositions
 from ._dims import Dim, dims
 from ._draft import draft_export
@@ -39,8 +40,8 @@ from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # (binds t
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
-    "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
+    "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "Constraint",
+    "CustomDecompTable", "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
     "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError",

@@ -77,6 +77,29 @@ def _expr_text(expr, names: dict) -> str:
                           for s in expr.free_symbols if s in names}))
 
 
+def _py_text(expr) -> str:
+    if isinstance(expr, sympy.floor):
+        arg = expr.args[0]
+        num, den = arg.as_numer_denom()
+        if den.is_Integer and den != 1:
+            inner = _py_text(num)
+            inner = inner if num.is_Symbol or num.is_Atom else f"({inner})"
+            return f"{inner} // {den}"
+    return str(expr)
+
+
+def guard_text(rel, names: dict | None = None) -> str:
+    """``rel`` (an ``Ne``/``Eq``/comparison of sizes) as Python: ``x.size()[0] // 2 != 1``."""
+    if names:
+        rel = rel.subs({s: names[s] if isinstance(names[s], sympy.Basic) else sympy.Symbol(names[s])
+                        for s in rel.free_symbols if s in names})
+    ops = {sympy.Ne: "!=", sympy.Eq: "==", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
+    op = ops.get(type(rel))
+    if op is None:
+        return str(rel)
+    return f"{_py_text(rel.lhs)} {op} {_py_text(rel.rhs)}"
+
+
 def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict, guards=(),
                  paths: list | None = None) -> None:
     """Checks tensors against their exported metadata.
@@ -145,6 +168,8 @@ def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: d
         _check_derived(text, expr, got, at, bindings, where, ranges)
     for guard in guards:
         if guard.free_symbols <= set(bindings) and guard.subs(bindings) is not sympy.true:
+            if isinstance(guard, sympy.Ne):  # PyTorch's spelling: ``x.size()[0] // 2 != 1``
+                raise AssertionError(f"Guard failed: {guard_text(guard, where)}")
             raise AssertionError(f"Guard failed: {_expr_text(guard, where)}")
 
 

@@ -43,6 +43,11 @@ from ._signature import (
 
 SCHEMA_VERSION = (1, 1)  # 1.1: subgraphs of cond/while_loop inside get_attr records
 _PREFIX = "ember_export/"
+# What a load may inflate, each member and all read members together: the archive's own size
+# (``save`` stores members uncompressed, so a real program inflates to about its file) plus
+# this slack for a member someone deflated. A deflated run of zeros grows ~1000x: a few MB
+# of file must not become gigabytes of memory.
+_INFLATE_SLACK = 256 << 20
 
 
 # ------------------------------------------------------------------ signature
@@ -238,9 +243,42 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
                                  f"written by ember.export.save ({type(exc).__name__}: {str(exc)[:300]})") from exc
 
 
+class _Inflater:
+    """Reads members of ``z`` while capping what they inflate to (each, and in total)."""
+
+    def __init__(self, z):
+        pos = z.fp.tell()
+        self.archive = z.fp.seek(0, os.SEEK_END)
+        z.fp.seek(pos)
+        self.z = z
+        self.left = self.archive + _INFLATE_SLACK
+
+    def read(self, name: str) -> bytes:
+        info = self.z.getinfo(name)
+        limit = min(self.left, self.archive + _INFLATE_SLACK)
+        if info.file_size > limit:
+            self._refuse(name, info.file_size, limit)
+        chunks, size = [], 0
+        with self.z.open(info) as member:  # the header's size may lie: count what really comes out
+            while chunk := member.read(min(1 << 20, limit - size + 1)):
+                size += len(chunk)
+                if size > limit:
+                    self._refuse(name, size, limit)
+                chunks.append(chunk)
+        self.left -= size
+        return b"".join(chunks)
+
+    def _refuse(self, name: str, size: int, limit: int):
+        raise SerializationError(
+            f"{name}: inflates to {'at least ' if size == limit + 1 else ''}{size} bytes, more than the "
+            f"{limit} this load allows (a {self.archive}-byte archive; ember.export.save stores members "
+            "uncompressed): refused as a decompression bomb")
+
+
 def _load(z, extra_files: dict | None) -> ExportedProgram:
     with z:
         names = set(z.namelist())
+        reader = _Inflater(z)
         if _PREFIX + "version" not in names or _PREFIX + "program.json" not in names:
             pickled = sorted(n for n in names if n.endswith(".pkl"))
             if pickled:  # PyTorch's .pt2 / jit / torch.save archives: their pickles are never read here
@@ -253,22 +291,22 @@ def _load(z, extra_files: dict | None) -> ExportedProgram:
                 raise SerializationError("not an ember exported program: this is a PyTorch .pt2 archive "
                                          "(torch.export.save); ember.export.load reads files of ember.export.save")
             raise SerializationError("not an ember exported program: ember_export/version or program.json missing")
-        major, minor = (int(x) for x in z.read(_PREFIX + "version").decode().split("."))
+        major, minor = (int(x) for x in reader.read(_PREFIX + "version").decode().split("."))
         if major != SCHEMA_VERSION[0] or minor > SCHEMA_VERSION[1]:
             raise SerializationError(f"this file uses export schema {major}.{minor}; this ember reads "
                                      f"{SCHEMA_VERSION[0]}.x up to {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}")
-        program = json.loads(z.read(_PREFIX + "program.json"))
-        tensors = _tensors_from_bytes(z.read(_PREFIX + "weights.safetensors"), program.get("tensor_aliases", {}))
+        program = json.loads(reader.read(_PREFIX + "program.json"))
+        tensors = _tensors_from_bytes(reader.read(_PREFIX + "weights.safetensors"), program.get("tensor_aliases", {}))
         example = None
         if _PREFIX + "example_inputs.safetensors" in names:
-            ex = _tensors_from_bytes(z.read(_PREFIX + "example_inputs.safetensors"),
+            ex = _tensors_from_bytes(reader.read(_PREFIX + "example_inputs.safetensors"),
                                      program.get("example_inputs_aliases", {}))
             leaves = [ex[f"input_{i}"] for i in range(len(ex))]
             example = pytree.tree_unflatten(leaves, pytree.spec_from_json(program["example_inputs_spec"]))
         if extra_files is not None:
             for key in list(extra_files):
                 member = _PREFIX + "extra/" + key
-                extra_files[key] = z.read(member).decode() if member in names else ""
+                extra_files[key] = reader.read(member).decode() if member in names else ""
     symbols = {name: sym_from_text(name) for name in program.get("symbols", [])}
     graph = module_from_json(program["graph"], symbols)
     state_dict = {}

@@ -104,9 +104,25 @@ def classify_guards(env: ShapeEnv, roots):
             if not involved:
                 continue
         if isinstance(rel, sympy.Ne):
-            # A comparison of sizes that came out unequal (a shape-equality fast path, a size
-            # against a static one): it excludes single points, not ranges; dropped, as
-            # PyTorch's size-oblivious reasoning does for such checks.
+            # A size that came out unequal to a constant (``x.shape[0] != 5`` in forward, a slice
+            # ``x[: n // 2]`` that would be of size 1): PyTorch keeps it as an input guard of an
+            # AUTO/DYNAMIC dim and refuses it for a named Dim whose range holds an excluded size.
+            # Between several dims (a shape-equality fast path) it is dropped.
+            # Kept: those the user's code decided, and those over a floor division of the user's
+            # (``x[: n // 2]``); an ember kernel's (a broadcast's ``b != 3``) are not PyTorch's.
+            direct = guard in getattr(env, "direct_guards", ())
+            if len(involved) == 1 and (direct or rel.atoms(sympy.floor, sympy.ceiling)):
+                excluded = _excluded_sizes(rel, involved[0])
+                if excluded:
+                    root = involved[0]
+                    if root.kind in ("auto", "dynamic"):
+                        env.runtime_guards = [*getattr(env, "runtime_guards", ()), guard]
+                    elif direct:
+                        text = _python_guard_text(rel.subs({root.symbol: sympy.Symbol(root.name)}))
+                        raise constraint_violation(
+                            [root.name],
+                            [f"Not all values of {root.name} in the specified range {_range_text(root)} satisfy "
+                             f"the generated guard {text}.{_frame_text(frame)}"], [])
             continue
         if len(involved) == 1:
             root = involved[0]
@@ -276,6 +292,29 @@ def _related(a, b, offset, frame, retrace, roots) -> None:
     text = (f"The values of {a.name} and {b.name} must always be equal." if offset == 0 else
             f"The values of {a.name} must always be related to the values of {b.name} by {a.name} = {rel}.")
     raise constraint_violation([a.name], [f"{text}{_frame_text(frame)}"], [f"{a.name} = {rel}"])
+
+
+def _excluded_sizes(rel, root, probe: int = 64) -> list[int]:
+    """Sizes in ``root``'s range that ``rel`` (an ``Ne`` of one symbol) excludes: the integer
+    solutions of its equality, else the failing sizes among the first ``probe`` of the range."""
+    lo, hi = root.lo, root.hi
+    eq = sympy.Eq(rel.lhs, rel.rhs)
+    if not eq.atoms(sympy.floor, sympy.ceiling, sympy.Mod):
+        try:
+            sols = sympy.solve(eq, root.symbol)
+        except NotImplementedError:
+            sols = None
+        if sols is not None:
+            return [int(v) for v in sols if v.is_Integer and lo <= v <= hi]
+    top = min(hi, lo + probe - 1)
+    return [v for v in range(lo, top + 1) if rel.subs(root.symbol, v) is sympy.false]
+
+
+def _python_guard_text(rel) -> str:
+    """A relation in PyTorch's guard spelling: ``x.size()[0] // 2 != 1``."""
+    from ._ranges import guard_text
+
+    return guard_text(rel)
 
 
 def _unexpressible(roots, guard, frame) -> None:

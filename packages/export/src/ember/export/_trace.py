@@ -421,6 +421,7 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     for _ in range(len(roots) + 1):
         env = ShapeEnv()
         env.record_guards = True
+        _note_direct_guards(env)
         sym_leaves, _symbols = symbolic_leaves(leaves, roots, env)
         from ember.compiler import _unbacked_export
 
@@ -473,6 +474,32 @@ def _drop_unread_results(graph) -> None:
 _MATH_LOGS = ("log", "log2", "log10", "log1p")
 _LOGS_LOCK = threading.Lock()
 _LOGS_TRACING = threading.local()  # .depth: this thread's nesting of symbolic traces
+def _note_direct_guards(env) -> None:
+    """Marks in ``env.direct_guards`` each guard that the user's own code decided (``if
+    x.shape[0] != 5``), as against one an ember kernel decided (a broadcast's ``b != 3``), which
+    PyTorch's size-oblivious kernels do not record."""
+    import sys
+
+    from ember.compiler import symbolic_shapes
+    from ember.compiler._user_frames import is_user_file
+
+    add = env.add_guard
+    sym_file = symbolic_shapes.__file__
+    env.direct_guards = set()
+
+    def add_guard(expr) -> None:
+        count = len(env.guards)
+        add(expr)
+        if len(env.guards) > count:
+            f = sys._getframe(1)
+            while f is not None and f.f_code.co_filename == sym_file:
+                f = f.f_back
+            if f is not None and is_user_file(f.f_code.co_filename):
+                env.direct_guards.add(env.guards[-1])
+
+    env.add_guard = add_guard
+
+
 _LOGS_INSTALLED: dict = {}  # {"count": active guards, "wrappers": {original: wrapper}, "patched": [...]}
 
 

@@ -173,7 +173,9 @@ class ScriptModule(nn.Module):
         """The ``ember.export`` program of this module at its example inputs (a batch dim may vary)."""
         if self._example_inputs is None:
             raise RuntimeError("this scripted module has no example inputs yet: call it once, or pass "
-                               "example_inputs to ember.jit.script, before asking for its graph or saving it")
+                               "example_inputs to ember.jit.script, before asking for its graph or saving it "
+                               "(ember saves an exported graph, traced at such inputs; TorchScript compiles "
+                               "the source instead: see docs/deviations.md)")
         from ._trace import export_with_batch_dim
 
         args, kwargs = self._example_inputs

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import warnings
 
+import sympy
+
 import ember
 from ember import nn
 from ember.export import Dim
@@ -61,13 +63,16 @@ def export_with_batch_dim(module, args, kwargs):
     kept when its batch dims stayed symbolic with 1 in their range (so it takes the example
     itself), else the example is exported as it is."""
     ep = export_widened(module, args, kwargs)
-    if ep is not None:
-        return ep
-    FLAGS.tracing += 1
-    try:
-        return export_program(module, tuple(args), dict(kwargs), dynamic_shapes=_batch_specs(args, kwargs))
-    finally:
-        FLAGS.tracing -= 1
+    if ep is None:
+        FLAGS.tracing += 1
+        try:
+            ep = export_program(module, tuple(args), dict(kwargs), dynamic_shapes=_batch_specs(args, kwargs))
+        finally:
+            FLAGS.tracing -= 1
+    # A TorchScript trace keeps no guards: a ``!=`` the forward decided (``if x.shape[0] != 5``)
+    # is baked in as the example took it, as torch.jit.trace does (export's ep.module() checks it).
+    ep._runtime_guards = tuple(g for g in ep._runtime_guards if not isinstance(g, sympy.Ne))
+    return ep
 
 
 def export_widened(module, args, kwargs):
