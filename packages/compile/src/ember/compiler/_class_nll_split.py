@@ -27,6 +27,7 @@ from ember._src.device import META
 from ember._src.dispatch import define
 from ember._src.ops.nn.loss import _class_nll_backward_kernel, _class_nll_kernel
 from ember._src.tensor import new_empty_tensor
+from ember.func.batching import BATCH_RULES, loop_fallback
 
 from .._higher_order_ops._subgraph import without_modes
 
@@ -64,3 +65,7 @@ CLASS_NLL_SPLIT_BACKWARD = define(
 CLASS_NLL_SPLIT_BACKWARD.kernel("cpu")(_split_backward_kernel)
 CLASS_NLL_SPLIT_BACKWARD.kernels["meta"] = CLASS_NLL_SPLIT_BACKWARD.meta = _split_backward_kernel
 CLASS_NLL_SPLIT_BACKWARD.__module__ = __name__
+
+# Under vmap (a compiled training graph run per sample) both run once per sample, with PyTorch's performance
+# warning, as autograd's other native loss backwards do (ember.func.batching.FALLBACK).
+BATCH_RULES[CLASS_NLL_SPLIT.name] = BATCH_RULES[CLASS_NLL_SPLIT_BACKWARD.name] = loop_fallback
