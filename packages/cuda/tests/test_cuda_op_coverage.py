@@ -287,7 +287,9 @@ def test_linspace_logspace_windows_on_cuda_equal_cpu():
                  lambda d: ember.bartlett_window(7, device=d), lambda d: ember.blackman_window(10, device=d)):
         g, c = call("cuda"), call("cpu")
         assert g.device.type == "cuda" and g._version == 0
-        assert_same(g, c, rtol=0, atol=0)
+        # a few ulps: the device's pow/cos round differently from the CPU's (logspace's 10 ** 0.5: 1 ulp on an H100)
+        tol = 0 if not g.dtype.is_floating_point else 4 * ember.finfo(g.dtype).eps
+        assert_same(g, c, rtol=tol, atol=tol)
 
 
 @pytest.mark.gpu

@@ -13,6 +13,7 @@ group: a depthwise convolution of many channels is slow); a 3-d one has its own 
 
 from __future__ import annotations
 
+from ember._src import dtypes as dt
 from ember._src._native import _C
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import conv as cv
@@ -49,7 +50,7 @@ def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl
 _COL2IM = HEADER + '''
 @triton.jit
 def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      BLOCK: tl.constexpr):
+      BLOCK: tl.constexpr, F64: tl.constexpr = False):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     iw = offs % W
@@ -58,7 +59,8 @@ def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl
     t = t // H
     c = t % C
     bi = t // C
-    acc = tl.zeros([BLOCK], tl.float32)
+    # (float64 data sums in float64: a float32 sum lost its digits, 1e-7 off on an H100, session 18)
+    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
     for kh in tl.static_range(KH):
         th = ih + ph - kh * dh
         oh = tl.where(th >= 0, th, 0) // sh
@@ -68,7 +70,7 @@ def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl
             ow = tl.where(tw >= 0, tw, 0) // sw
             ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
             row = (bi * C + c) * (KH * KW) + kh * KW + kw
-            acc += tl.load(a + (row * OH + oh) * OW + ow, mask=m & ok, other=0).to(tl.float32)
+            acc += tl.load(a + (row * OH + oh) * OW + ow, mask=m & ok, other=0).to(acc.dtype)
     tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)
 '''
 
@@ -104,7 +106,7 @@ def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: t
 _COL2IM3 = HEADER + '''
 @triton.jit
 def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: tl.constexpr, KH: tl.constexpr,
-      KW: tl.constexpr, BLOCK: tl.constexpr):
+      KW: tl.constexpr, BLOCK: tl.constexpr, F64: tl.constexpr = False):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     iw = offs % W
@@ -115,7 +117,8 @@ def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: t
     t = t // D
     c = t % C
     bi = t // C
-    acc = tl.zeros([BLOCK], tl.float32)
+    # (float64 data sums in float64: a float32 sum lost its digits, 1e-7 off on an H100, session 18)
+    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
     for kd in tl.static_range(KD):
         td = i_d + pd - kd * dd
         od = tl.where(td >= 0, td, 0) // sd
@@ -129,7 +132,7 @@ def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: t
                 ow = tl.where(tw >= 0, tw, 0) // sw
                 ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
                 row = (bi * C + c) * (KD * KH * KW) + (kd * KH + kh) * KW + kw
-                acc += tl.load(a + ((row * OD + od) * OH + oh) * OW + ow, mask=m & ok, other=0).to(tl.float32)
+                acc += tl.load(a + ((row * OD + od) * OH + oh) * OW + ow, mask=m & ok, other=0).to(acc.dtype)
     tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)
 '''
 
@@ -151,7 +154,10 @@ def _run3(src, a, b, count, geo, index):
     sig.update({k: "i64" for k in ("C", "D", "H", "W", "OD", "OH", "OW", "sd", "sh", "sw", "pd", "ph", "pw", "dd",
                                    "dh", "dw")})
     sig.update({"KD": "constexpr", "KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
-    launcher = _compile.kernel(src, "k", sig, {"KD": kd, "KH": kh, "KW": kw, "BLOCK": 1024}, (), 4, 1, index)
+    consts = {"KD": kd, "KH": kh, "KW": kw, "BLOCK": 1024}
+    if src is _COL2IM3 and b.dtype is dt.float64:
+        sig["F64"], consts["F64"] = "constexpr", True
+    launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
     launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, d, h, w,
              od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw)
 
@@ -191,7 +197,10 @@ def _run(src, a, b, count, geo, index):
     sig = {"a": "*" + TRITON[a.dtype], "b": "*" + TRITON[b.dtype], "n": "i64"}
     sig.update({k: "i64" for k in ("C", "H", "W", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")})
     sig.update({"KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
-    launcher = _compile.kernel(src, "k", sig, {"KH": kh, "KW": kw, "BLOCK": 1024}, (), 4, 1, index)
+    consts = {"KH": kh, "KW": kw, "BLOCK": 1024}
+    if src is _COL2IM and b.dtype is dt.float64:
+        sig["F64"], consts["F64"] = "constexpr", True
+    launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
     launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, h, w, oh,
              ow, sh, sw, ph, pw, dh, dw)
 
