@@ -266,7 +266,7 @@ def run_rule(func, level: int, args, kwargs):
     rule = batching.BATCH_RULES.get(func.name)
     if rule is not None:
         return rule(func, level, args, kwargs)
-    if func.name in batching.FALLBACK:
+    if func.name in batching.FALLBACK or "batch_loop" in func.tags:
         return batching.loop_fallback(func, level, args, kwargs)
     raise NotImplementedError(f"vmap: ember.ops.{func.name} has no batching rule and no listed fallback")
 

@@ -206,8 +206,8 @@ def _meta_cond(pred, true_graph, false_graph, operands):
     return tuple(without_modes(true_graph, *operands))
 
 
-COND = define("cond(Tensor pred, Any true_fn, Any false_fn, Tensor[] operands) -> Tensor[]", ("higher_order",),
-              meta=_meta_cond)
+COND = define("cond(Tensor pred, Any true_fn, Any false_fn, Tensor[] operands) -> Tensor[]",
+              ("higher_order", "batch_loop"), meta=_meta_cond)
 COND.kernels["cpu"] = _run_cond
 COND.kernels["cuda"] = _run_cond
 COND.kernels["meta"] = _meta_cond

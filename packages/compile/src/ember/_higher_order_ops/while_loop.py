@@ -105,7 +105,7 @@ def _meta_while(cond_graph, body_graph, carried, additional):
 
 
 WHILE_LOOP = define("while_loop(Any cond_fn, Any body_fn, Tensor[] carried_inputs, Tensor[] additional_inputs) -> "
-                    "Tensor[]", ("higher_order",), meta=_meta_while)
+                    "Tensor[]", ("higher_order", "batch_loop"), meta=_meta_while)
 WHILE_LOOP.kernels["cpu"] = _run_while
 WHILE_LOOP.kernels["cuda"] = _run_while
 WHILE_LOOP.kernels["meta"] = _meta_while

@@ -27,7 +27,6 @@ from ember._src.device import META
 from ember._src.dispatch import define
 from ember._src.ops.nn.loss import _class_nll_backward_kernel, _class_nll_kernel
 from ember._src.tensor import new_empty_tensor
-from ember.func.batching import BATCH_RULES, loop_fallback
 
 from .._higher_order_ops._subgraph import without_modes
 
@@ -54,18 +53,14 @@ def _split_backward_kernel(grad_nll, grad_smooth, input, target, weight, ignore_
 
 CLASS_NLL_SPLIT = define(
     "_class_nll_split(Tensor input, Tensor target, Tensor? weight, int ignore_index, bool log_probs, bool smooth) "
-    "-> (Tensor, Tensor, Tensor, Tensor, Tensor)", (), differentiable=False)
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor)", ("batch_loop",), differentiable=False)
 CLASS_NLL_SPLIT.kernel("cpu")(_split_kernel)
 CLASS_NLL_SPLIT.kernels["meta"] = CLASS_NLL_SPLIT.meta = _split_kernel
 CLASS_NLL_SPLIT.__module__ = __name__
 
 CLASS_NLL_SPLIT_BACKWARD = define(
     "_class_nll_split_backward(Tensor? grad_nll, Tensor? grad_smooth, Tensor input, Tensor target, Tensor? weight, "
-    "int ignore_index, bool log_probs, Tensor lse, Tensor lo) -> Tensor", (), differentiable=False)
+    "int ignore_index, bool log_probs, Tensor lse, Tensor lo) -> Tensor", ("batch_loop",), differentiable=False)
 CLASS_NLL_SPLIT_BACKWARD.kernel("cpu")(_split_backward_kernel)
 CLASS_NLL_SPLIT_BACKWARD.kernels["meta"] = CLASS_NLL_SPLIT_BACKWARD.meta = _split_backward_kernel
 CLASS_NLL_SPLIT_BACKWARD.__module__ = __name__
-
-# Under vmap (a compiled training graph run per sample) both run once per sample, with PyTorch's performance
-# warning, as autograd's other native loss backwards do (ember.func.batching.FALLBACK).
-BATCH_RULES[CLASS_NLL_SPLIT.name] = BATCH_RULES[CLASS_NLL_SPLIT_BACKWARD.name] = loop_fallback

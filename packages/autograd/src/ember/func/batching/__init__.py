@@ -2,8 +2,10 @@
 
 Rules are written per op family (one module each) and keyed by op name, beside the derivative
 formulas (``ember.autograd.formulas``). Ops whose rule is a per-sample loop are listed, by name,
-in ``FALLBACK``; running one warns, as PyTorch does. ``test_func_vmap_coverage`` fails for any op
-that has neither a rule nor a place in ``FALLBACK``.
+in ``FALLBACK``, or carry the op tag ``batch_loop`` (ops other packages define, e.g. ember-compile's
+``_class_nll_split``: a tag, so that defining them imports nothing of ember.func, whose BatchedTensor
+would switch the dispatcher's subclass path on); running one warns, as PyTorch does.
+``test_func_vmap_coverage`` fails for any op that has neither a rule nor a place in ``FALLBACK``.
 """
 
 from __future__ import annotations
