@@ -368,14 +368,14 @@ NONFINITE_CASES = [
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("transposed", [False, True])
-@pytest.mark.parametrize("mode", ["inf_weight", "inf_input", "inf_grad", "nan_input"])
+@pytest.mark.parametrize("mode", ["inf_weight", "inf_input", "inf_grad", "inf_meets_inf", "nan_input"])
 @pytest.mark.parametrize("case", NONFINITE_CASES)
 def test_conv_nonfinite_next_to_padding(case, mode, transposed, dtype):
     # The padding adds nothing: an infinite weight (forward, input gradient) or output gradient
     # (weight gradient) next to it is not multiplied by a padded zero (0 * inf = NaN). Values are
     # positive and the infinities +inf, so no NaN can arise but from a NaN input. torch's own
     # im2col paths (dilated, 3-d, transposed) do give such NaNs, so for the infinite modes the
-    # oracle is torch in float64 with each inf replaced by 1e200: a result beyond +-1e100 is +-inf,
+    # oracle is torch in float64 with each inf replaced by 1e150: a result beyond +-1e100 is +-inf,
     # any other is the finite value. For nan_input: torch's NaNs exactly, its values elsewhere.
     dims, cx, cy, size, k, s, p, d, groups = case
     tdt = getattr(torch, dtype)
@@ -391,6 +391,13 @@ def test_conv_nonfinite_next_to_padding(case, mode, transposed, dtype):
     elif mode == "inf_input":
         x[(0, 0) + corner0] = float("inf")
         x[(1, -1) + (size - 1,) * dims] = float("inf")
+    elif mode == "inf_meets_inf":
+        # Positive weights; an infinite weight, pixels and an output gradient that meet in one
+        # window (the diagonal), so a zeroed infinity would give 0 * inf = NaN in a fast path.
+        w = w.abs() + 0.1
+        w[(0, 0) + corner0] = float("inf")
+        for j in range(size):
+            x[(0, 0) + (j,) * dims] = float("inf")
     elif mode == "nan_input":
         x[(0, 0) + (size // 2,) * dims] = float("nan")
         x[(1, 0) + corner0] = float("nan")
@@ -399,7 +406,7 @@ def test_conv_nonfinite_next_to_padding(case, mode, transposed, dtype):
     tx, tw = x.clone().requires_grad_(), w.clone().requires_grad_()
     ty = getattr(F, name)(tx, tw, None, **kw)
     gy = torch.rand(ty.shape, generator=g, dtype=tdt) + 0.5
-    if mode == "inf_grad":
+    if mode in ("inf_grad", "inf_meets_inf"):
         gy[(0, 0) + (0,) * dims] = float("inf")
         gy[(1, -1) + (-1,) * dims] = float("inf")
     ty.backward(gy)
@@ -408,7 +415,7 @@ def test_conv_nonfinite_next_to_padding(case, mode, transposed, dtype):
     ey.backward(from_torch(gy))
     if mode != "nan_input":
         def big(t):
-            return t.detach().double().nan_to_num(posinf=1e200)
+            return t.detach().double().nan_to_num(posinf=1e150)
         rx, rw = big(x).requires_grad_(), big(w).requires_grad_()
         ry = getattr(F, name)(rx, rw, None, **kw)
         ry.backward(big(gy))

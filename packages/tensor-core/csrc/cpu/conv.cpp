@@ -411,6 +411,66 @@ bool split_nonfinite_weight(const T* w, const Geometry& g, std::vector<T>& wz, c
   return true;
 }
 
+// Exact sums for the few outputs where a zeroed entry met a non-finite value in the fast path
+// (0 * inf = NaN there, where the true product is +-inf): each from scratch over its valid pairs.
+template <typename T>
+T exact_forward(const T* x, const T* w, const T* bias, const Geometry& g, int64_t i, int64_t co, int64_t o) {
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol(), S = g.in_size();
+  const int64_t od = o / (g.out[1] * g.out[2]), oh = (o / g.out[2]) % g.out[1], ow = o % g.out[2];
+  T sum = bias ? bias[co] : T(0);
+  for (int64_t cig = 0; cig < cxg; ++cig) {
+    const T* xi = x + (i * g.cx + (co / cyg) * cxg + cig) * S;
+    const T* wr = w + (co * cxg + cig) * kv;
+    for (int64_t a = 0; a < g.k[0]; ++a) {
+      const int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+      if (id < 0 || id >= g.in[0]) continue;
+      for (int64_t b = 0; b < g.k[1]; ++b) {
+        const int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+        if (ih < 0 || ih >= g.in[1]) continue;
+        for (int64_t e = 0; e < g.k[2]; ++e) {
+          const int64_t iw = ow * g.stride[2] - g.pad[2] + e * g.dil[2];
+          if (iw < 0 || iw >= g.in[2]) continue;
+          sum += wr[(a * g.k[1] + b) * g.k[2] + e] * xi[(id * g.in[1] + ih) * g.in[2] + iw];
+        }
+      }
+    }
+  }
+  return sum;
+}
+
+// The output index along one axis that tap t reads image index i from, or -1.
+inline int64_t out_index(const Geometry& g, int axis, int64_t i, int64_t t) {
+  const int64_t num = i + g.pad[axis] - t * g.dil[axis];
+  if (num < 0 || num % g.stride[axis] != 0 || num / g.stride[axis] >= g.out[axis]) return -1;
+  return num / g.stride[axis];
+}
+
+template <typename T>
+T exact_input(const T* y, const T* w, const T* bias, const Geometry& g, int64_t i, int64_t ci, int64_t p) {
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol(), L = g.out_size();
+  const int64_t id = p / (g.in[1] * g.in[2]), ih = (p / g.in[2]) % g.in[1], iw = p % g.in[2];
+  const int64_t grp = ci / cxg, cig = ci % cxg;
+  T sum = bias ? bias[ci] : T(0);
+  for (int64_t co = grp * cyg; co < (grp + 1) * cyg; ++co) {
+    const T* yo = y + (i * g.cy + co) * L;
+    const T* wr = w + (co * cxg + cig) * kv;
+    for (int64_t a = 0; a < g.k[0]; ++a) {
+      const int64_t od = out_index(g, 0, id, a);
+      if (od < 0) continue;
+      for (int64_t b = 0; b < g.k[1]; ++b) {
+        const int64_t oh = out_index(g, 1, ih, b);
+        if (oh < 0) continue;
+        for (int64_t e = 0; e < g.k[2]; ++e) {
+          const int64_t ow = out_index(g, 2, iw, e);
+          if (ow < 0) continue;
+          sum += wr[(a * g.k[1] + b) * g.k[2] + e] * yo[(od * g.out[1] + oh) * g.out[2] + ow];
+        }
+      }
+    }
+  }
+  return sum;
+}
+
 // The direct kernels (float32) where they fit, else im2col + gemm.
 template <typename T>
 void conv_forward_fast(T* y, const T* x, const T* w, const T* bias, const Geometry& g) {
@@ -452,12 +512,17 @@ void conv_forward_any(T* y, const T* x, const T* w, const T* bias, const Geometr
     return conv_forward_fast<T>(y, x, w, bias, g);
   conv_forward_fast<T>(y, x, wz.data(), bias, g);
   const int64_t L = g.out_size(), S = g.in_size();
+  std::vector<int64_t> redo;  // flat (i, co, o) where the zeroed weight met a non-finite pixel
   for (int64_t i = 0; i < g.n; ++i)
     for (const Entry& t : bad) {
       T* yo = y + (i * g.cy + t.co) * L;
       const T* xi = x + (i * g.cx + t.ci) * S;
-      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) { yo[o] += t.v * xi[p]; });
+      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) {
+        yo[o] += t.v * xi[p];
+        if (is_nonfinite(xi[p])) redo.push_back((i * g.cy + t.co) * L + o);
+      });
     }
+  for (int64_t f : redo) y[f] = exact_forward(x, w, bias, g, f / L / g.cy, (f / L) % g.cy, f % L);
 }
 
 template <typename T>
@@ -471,12 +536,17 @@ void conv_backward_input_any(T* x, const T* y, const T* w, const T* bias, const 
     return conv_backward_input_fast<T>(x, y, w, bias, g);
   conv_backward_input_fast<T>(x, y, wz.data(), bias, g);
   const int64_t L = g.out_size(), S = g.in_size();
+  std::vector<int64_t> redo;  // flat (i, ci, p) where the zeroed weight met a non-finite gradient
   for (int64_t i = 0; i < g.n; ++i)
     for (const Entry& t : bad) {
       const T* yo = y + (i * g.cy + t.co) * L;
       T* xi = x + (i * g.cx + t.ci) * S;
-      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) { xi[p] += t.v * yo[o]; });
+      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) {
+        xi[p] += t.v * yo[o];
+        if (is_nonfinite(yo[o])) redo.push_back((i * g.cx + t.ci) * S + p);
+      });
     }
+  for (int64_t f : redo) x[f] = exact_input(y, w, bias, g, f / S / g.cx, (f / S) % g.cx, f % S);
 }
 
 template <typename T>
@@ -490,6 +560,7 @@ void conv_backward_weight_any(T* gw, const T* x, const T* y, const Geometry& g) 
   // gw[co][ci][t] += y[i][co][o] * x[i][ci][p] over the valid pairs (o, p) of tap t, for the
   // non-finite y[i][co][o]: a mask of them per (i, co) row, then each tap's pairs.
   const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol();
+  std::vector<int64_t> redo;  // weight entries where a zeroed gradient met a non-finite pixel
   for (int64_t i = 0; i < g.n; ++i)
     for (int64_t co = 0; co < g.cy; ++co) {
       const T* yo = y + (i * g.cy + co) * L;
@@ -503,12 +574,27 @@ void conv_backward_weight_any(T* gw, const T* x, const T* y, const Geometry& g) 
             if (is_nonfinite(yo[o])) {
               acc += yo[o] * xi[p];
               any = true;
+              if (is_nonfinite(xi[p])) redo.push_back((co * cxg + cig) * kv + t);
             }
           });
           if (any) gw[(co * cxg + cig) * kv + t] += acc;
         }
       }
     }
+  // Those entries from scratch: the sum over every image and valid pair with the original y.
+  std::sort(redo.begin(), redo.end());
+  redo.erase(std::unique(redo.begin(), redo.end()), redo.end());
+  for (int64_t f : redo) {
+    const int64_t co = f / (cxg * kv), cig = (f / kv) % cxg, t = f % kv;
+    T acc = T(0);
+    for (int64_t i = 0; i < g.n; ++i) {
+      const T* yo = y + (i * g.cy + co) * L;
+      const T* xi = x + (i * g.cx + (co / cyg) * cxg + cig) * S;
+      each_valid_pair(g, t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2],
+                      [&](int64_t o, int64_t p) { acc += yo[o] * xi[p]; });
+    }
+    gw[f] = acc;
+  }
 }
 
 void conv_forward_impl(py::handle y, py::handle x, py::handle w, py::handle bias, py::handle stride,
