@@ -343,3 +343,93 @@ def test_unfold_of_2d_input_is_torch_index_error():
         with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but "
                                              r"got 2\)"):
             lib.nn.functional.unfold(lib.ones(4, 4), 2)
+
+
+# (dims, cx, cy, size, k, stride, padding, dilation, groups): the direct kernels by rows
+# (cy <= 8), by row tiles (8 < cy <= 16), by channel blocks (cy 32 / 64), the direct input
+# gradient (cx >= 4), im2col + gemm (1-d, 3-d, dilated, grouped, float64) and padding wider than
+# the kernel's reach.
+NONFINITE_CASES = [
+    (2, 1, 6, 14, 5, 1, 2, 1, 1),
+    (2, 6, 16, 14, 5, 1, 2, 1, 1),
+    (2, 6, 12, 10, 3, 1, 1, 1, 1),
+    (2, 16, 6, 14, 5, 1, 2, 1, 1),
+    (2, 8, 32, 14, 3, 1, 1, 1, 1),
+    (2, 32, 64, 9, 3, 2, 1, 1, 1),
+    (2, 4, 4, 14, 3, 2, 2, 2, 1),
+    (2, 2, 40, 12, 3, 1, 2, 1, 1),
+    (2, 4, 6, 11, 3, 1, 1, 1, 2),
+    (1, 3, 12, 20, 5, 1, 2, 1, 1),
+    (1, 6, 16, 20, 3, 2, 1, 2, 1),
+    (3, 4, 4, 6, 3, 1, 1, 1, 1),
+    (3, 2, 6, 6, 3, 2, 2, 2, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("mode", ["inf_weight", "inf_input", "inf_grad", "inf_meets_inf", "nan_input"])
+@pytest.mark.parametrize("case", NONFINITE_CASES)
+def test_conv_nonfinite_next_to_padding(case, mode, transposed, dtype):
+    # The padding adds nothing: an infinite weight (forward, input gradient) or output gradient
+    # (weight gradient) next to it is not multiplied by a padded zero (0 * inf = NaN). Values are
+    # positive and the infinities +inf, so no NaN can arise but from a NaN input. torch's own
+    # im2col paths (dilated, 3-d, transposed) do give such NaNs, so for the infinite modes the
+    # oracle is torch in float64 with each inf replaced by 1e150: a result beyond +-1e100 is +-inf,
+    # any other is the finite value. For nan_input: torch's NaNs exactly, its values elsewhere.
+    dims, cx, cy, size, k, s, p, d, groups = case
+    tdt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(sum(case))
+    xs = (2, cx) + (size,) * dims
+    ws = ((cx, cy // groups) if transposed else (cy, cx // groups)) + (k,) * dims
+    x = (torch.rand(xs, generator=g, dtype=tdt) + 0.5)
+    w = torch.rand(ws, generator=g, dtype=tdt) - 0.5
+    corner0, corner1 = (0,) * dims, (k - 1,) * dims
+    if mode == "inf_weight":
+        w[(0, 0) + corner0] = float("inf")
+        w[(-1, -1) + corner1] = float("inf")
+    elif mode == "inf_input":
+        x[(0, 0) + corner0] = float("inf")
+        x[(1, -1) + (size - 1,) * dims] = float("inf")
+    elif mode == "inf_meets_inf":
+        # Positive weights; an infinite weight, pixels and an output gradient that meet in one
+        # window (the diagonal), so a zeroed infinity would give 0 * inf = NaN in a fast path.
+        w = w.abs() + 0.1
+        w[(0, 0) + corner0] = float("inf")
+        for j in range(size):
+            x[(0, 0) + (j,) * dims] = float("inf")
+    elif mode == "nan_input":
+        x[(0, 0) + (size // 2,) * dims] = float("nan")
+        x[(1, 0) + corner0] = float("nan")
+    name = f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
+    kw = dict(stride=s, padding=p, dilation=d, groups=groups)
+    tx, tw = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ty = getattr(F, name)(tx, tw, None, **kw)
+    gy = torch.rand(ty.shape, generator=g, dtype=tdt) + 0.5
+    if mode in ("inf_grad", "inf_meets_inf"):
+        gy[(0, 0) + (0,) * dims] = float("inf")
+        gy[(1, -1) + (-1,) * dims] = float("inf")
+    ty.backward(gy)
+    ex, ew = from_torch(x).requires_grad_(), from_torch(w).requires_grad_()
+    ey = getattr(ember.nn.functional, name)(ex, ew, None, **kw)
+    ey.backward(from_torch(gy))
+    if mode != "nan_input":
+        def big(t):
+            return t.detach().double().nan_to_num(posinf=1e150)
+        rx, rw = big(x).requires_grad_(), big(w).requires_grad_()
+        ry = getattr(F, name)(rx, rw, None, **kw)
+        ry.backward(big(gy))
+        refs = (ry, rx.grad, rw.grad)
+    else:
+        refs = (ty, tx.grad, tw.grad)
+    for what, got, want in zip(("forward", "grad_input", "grad_weight"), (ey, ex.grad, ew.grad), refs):
+        got = torch.from_numpy(got.detach().numpy().copy()).double()
+        want = want.detach().double()
+        if mode != "nan_input":
+            assert not got.isnan().any(), what
+            assert torch.equal(got.isinf(), want.abs() > 1e100), what
+            assert torch.equal(got[got.isinf()].sign(), want[got.isinf()].sign()), what
+        else:
+            assert torch.equal(got.isnan(), want.isnan()), what
+        fin = want.isfinite() & (want.abs() < 1e100)
+        torch.testing.assert_close(got[fin], want[fin], rtol=1e-4, atol=1e-4)

@@ -344,19 +344,269 @@ const char* bias_ptr(py::handle bias, int64_t channels, DType dtype) {
   return b.data;
 }
 
+// -- non-finite values next to the padding ----------------------------------------------
+// Every path above reads the padding as zeros it multiplies (im2col's zero columns, the direct
+// kernels' padded image, the input gradient's padded output gradient), so an infinite or NaN
+// weight (forward, input gradient) or output gradient (weight gradient) times a padded zero gave
+// NaN where PyTorch, which adds only the products of image values, gives a finite value or +-inf.
+// A scan of the weight (cy * K values, beside a product of n * L * cy * K) finds them; the fast
+// path then runs with those entries zeroed and the few products they take part in are added
+// here, over the valid (output, input) pairs only. Outputs such an entry reaches are then +-inf
+// or NaN whatever the order of the sum, so the result equals PyTorch's.
+
+// True where any of p[0..n) is infinite or NaN (an exponent of all ones; a bit test, so
+// -ffinite-math-only could not fold it away, and a plain OR reduction the compiler vectorizes).
+template <typename T>
+bool any_nonfinite(const T* p, int64_t n) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr U kExp = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+  U hit = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    U u;
+    std::memcpy(&u, p + i, sizeof(U));
+    hit |= static_cast<U>((u & kExp) == kExp);
+  }
+  return hit != 0;
+}
+
+template <typename T>
+bool is_nonfinite(T v) {
+  return any_nonfinite(&v, 1);
+}
+
+bool any_padding(const Geometry& g) { return g.pad[0] > 0 || g.pad[1] > 0 || g.pad[2] > 0; }
+
+// fn(o, i) for every output position o (flat over oD, oH, oW) whose tap (a, b, e) reads the image
+// position i (flat over D, H, W) inside the image.
+template <typename F>
+void each_valid_pair(const Geometry& g, int64_t a, int64_t b, int64_t e, const F& fn) {
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    const int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+      if (ih < 0 || ih >= g.in[1]) continue;
+      for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+        const int64_t iw = ow * g.stride[2] - g.pad[2] + e * g.dil[2];
+        if (iw < 0 || iw >= g.in[2]) continue;
+        fn((od * g.out[1] + oh) * g.out[2] + ow, (id * g.in[1] + ih) * g.in[2] + iw);
+      }
+    }
+  }
+}
+
+// w (cy, cx / groups, kvol) with its non-finite entries zeroed in wz; calls fix(co, ci, a, b, e,
+// value) for each such entry (ci the image channel). False (wz untouched) where there is none.
+template <typename T, typename F>
+bool split_nonfinite_weight(const T* w, const Geometry& g, std::vector<T>& wz, const F& fix) {
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol(), total = g.cy * cxg * kv;
+  if (!any_nonfinite(w, total)) return false;
+  wz.assign(w, w + total);
+  for (int64_t j = 0; j < total; ++j)
+    if (is_nonfinite(w[j])) {
+      wz[static_cast<size_t>(j)] = T(0);
+      const int64_t co = j / (cxg * kv), ci = (co / cyg) * cxg + (j / kv) % cxg, t = j % kv;
+      fix(co, ci, t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2], w[j]);
+    }
+  return true;
+}
+
+// Exact sums for the few outputs where a zeroed entry met a non-finite value in the fast path
+// (0 * inf = NaN there, where the true product is +-inf): each from scratch over its valid pairs.
+template <typename T>
+T exact_forward(const T* x, const T* w, const T* bias, const Geometry& g, int64_t i, int64_t co, int64_t o) {
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol(), S = g.in_size();
+  const int64_t od = o / (g.out[1] * g.out[2]), oh = (o / g.out[2]) % g.out[1], ow = o % g.out[2];
+  T sum = bias ? bias[co] : T(0);
+  for (int64_t cig = 0; cig < cxg; ++cig) {
+    const T* xi = x + (i * g.cx + (co / cyg) * cxg + cig) * S;
+    const T* wr = w + (co * cxg + cig) * kv;
+    for (int64_t a = 0; a < g.k[0]; ++a) {
+      const int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+      if (id < 0 || id >= g.in[0]) continue;
+      for (int64_t b = 0; b < g.k[1]; ++b) {
+        const int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+        if (ih < 0 || ih >= g.in[1]) continue;
+        for (int64_t e = 0; e < g.k[2]; ++e) {
+          const int64_t iw = ow * g.stride[2] - g.pad[2] + e * g.dil[2];
+          if (iw < 0 || iw >= g.in[2]) continue;
+          sum += wr[(a * g.k[1] + b) * g.k[2] + e] * xi[(id * g.in[1] + ih) * g.in[2] + iw];
+        }
+      }
+    }
+  }
+  return sum;
+}
+
+// The output index along one axis that tap t reads image index i from, or -1.
+inline int64_t out_index(const Geometry& g, int axis, int64_t i, int64_t t) {
+  const int64_t num = i + g.pad[axis] - t * g.dil[axis];
+  if (num < 0 || num % g.stride[axis] != 0 || num / g.stride[axis] >= g.out[axis]) return -1;
+  return num / g.stride[axis];
+}
+
+template <typename T>
+T exact_input(const T* y, const T* w, const T* bias, const Geometry& g, int64_t i, int64_t ci, int64_t p) {
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol(), L = g.out_size();
+  const int64_t id = p / (g.in[1] * g.in[2]), ih = (p / g.in[2]) % g.in[1], iw = p % g.in[2];
+  const int64_t grp = ci / cxg, cig = ci % cxg;
+  T sum = bias ? bias[ci] : T(0);
+  for (int64_t co = grp * cyg; co < (grp + 1) * cyg; ++co) {
+    const T* yo = y + (i * g.cy + co) * L;
+    const T* wr = w + (co * cxg + cig) * kv;
+    for (int64_t a = 0; a < g.k[0]; ++a) {
+      const int64_t od = out_index(g, 0, id, a);
+      if (od < 0) continue;
+      for (int64_t b = 0; b < g.k[1]; ++b) {
+        const int64_t oh = out_index(g, 1, ih, b);
+        if (oh < 0) continue;
+        for (int64_t e = 0; e < g.k[2]; ++e) {
+          const int64_t ow = out_index(g, 2, iw, e);
+          if (ow < 0) continue;
+          sum += wr[(a * g.k[1] + b) * g.k[2] + e] * yo[(od * g.out[1] + oh) * g.out[2] + ow];
+        }
+      }
+    }
+  }
+  return sum;
+}
+
+// The direct kernels (float32) where they fit, else im2col + gemm.
+template <typename T>
+void conv_forward_fast(T* y, const T* x, const T* w, const T* bias, const Geometry& g) {
+  DirectConv dc;
+  if constexpr (std::is_same_v<T, float>)
+    if (as_direct(g, DType::Float32, dc) && direct_conv_fits(dc)) return direct_conv_forward(y, x, w, bias, dc);
+  conv_forward<T>(y, x, w, bias, g);
+}
+
+template <typename T>
+void conv_backward_input_fast(T* x, const T* y, const T* w, const T* bias, const Geometry& g) {
+  DirectConv dc;
+  if constexpr (std::is_same_v<T, float>)
+    if (as_direct(g, DType::Float32, dc) && direct_conv_input_fits(dc))
+      return direct_conv_backward_input(x, y, w, bias, dc);
+  conv_backward_input<T>(x, y, w, bias, g);
+}
+
+template <typename T>
+void conv_backward_weight_fast(T* gw, const T* x, const T* y, const Geometry& g) {
+  DirectConv dc;
+  if constexpr (std::is_same_v<T, float>)
+    if (as_direct(g, DType::Float32, dc) && direct_conv_fits(dc)) return direct_conv_backward_weight(gw, x, y, dc);
+  conv_backward_weight<T>(gw, x, y, g);
+}
+
+// The fast paths, then the products of non-finite weights / output gradients over the image
+// only (see above). Without padding no path multiplies a zero it made up, except the direct input
+// gradient (it pads the output gradient by d (k - 1) - p): the weight is scanned there always.
+template <typename T>
+void conv_forward_any(T* y, const T* x, const T* w, const T* bias, const Geometry& g) {
+  std::vector<T> wz;
+  struct Entry { int64_t co, ci, a, b, e; T v; };
+  std::vector<Entry> bad;
+  if (!any_padding(g) ||
+      !split_nonfinite_weight(w, g, wz, [&](int64_t co, int64_t ci, int64_t a, int64_t b, int64_t e, T v) {
+        bad.push_back({co, ci, a, b, e, v});
+      }))
+    return conv_forward_fast<T>(y, x, w, bias, g);
+  conv_forward_fast<T>(y, x, wz.data(), bias, g);
+  const int64_t L = g.out_size(), S = g.in_size();
+  std::vector<int64_t> redo;  // flat (i, co, o) where the zeroed weight met a non-finite pixel
+  for (int64_t i = 0; i < g.n; ++i)
+    for (const Entry& t : bad) {
+      T* yo = y + (i * g.cy + t.co) * L;
+      const T* xi = x + (i * g.cx + t.ci) * S;
+      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) {
+        yo[o] += t.v * xi[p];
+        if (is_nonfinite(xi[p])) redo.push_back((i * g.cy + t.co) * L + o);
+      });
+    }
+  for (int64_t f : redo) y[f] = exact_forward(x, w, bias, g, f / L / g.cy, (f / L) % g.cy, f % L);
+}
+
+template <typename T>
+void conv_backward_input_any(T* x, const T* y, const T* w, const T* bias, const Geometry& g) {
+  std::vector<T> wz;
+  struct Entry { int64_t co, ci, a, b, e; T v; };
+  std::vector<Entry> bad;
+  if (!split_nonfinite_weight(w, g, wz, [&](int64_t co, int64_t ci, int64_t a, int64_t b, int64_t e, T v) {
+        bad.push_back({co, ci, a, b, e, v});
+      }))
+    return conv_backward_input_fast<T>(x, y, w, bias, g);
+  conv_backward_input_fast<T>(x, y, wz.data(), bias, g);
+  const int64_t L = g.out_size(), S = g.in_size();
+  std::vector<int64_t> redo;  // flat (i, ci, p) where the zeroed weight met a non-finite gradient
+  for (int64_t i = 0; i < g.n; ++i)
+    for (const Entry& t : bad) {
+      const T* yo = y + (i * g.cy + t.co) * L;
+      T* xi = x + (i * g.cx + t.ci) * S;
+      each_valid_pair(g, t.a, t.b, t.e, [&](int64_t o, int64_t p) {
+        xi[p] += t.v * yo[o];
+        if (is_nonfinite(yo[o])) redo.push_back((i * g.cx + t.ci) * S + p);
+      });
+    }
+  for (int64_t f : redo) x[f] = exact_input(y, w, bias, g, f / S / g.cx, (f / S) % g.cx, f % S);
+}
+
+template <typename T>
+void conv_backward_weight_any(T* gw, const T* x, const T* y, const Geometry& g) {
+  const int64_t L = g.out_size(), S = g.in_size(), total = g.n * g.cy * L;
+  if (!any_padding(g) || !any_nonfinite(y, total)) return conv_backward_weight_fast<T>(gw, x, y, g);
+  std::vector<T> yz(y, y + total);
+  for (auto& v : yz)
+    if (is_nonfinite(v)) v = T(0);
+  conv_backward_weight_fast<T>(gw, x, yz.data(), g);
+  // gw[co][ci][t] += y[i][co][o] * x[i][ci][p] over the valid pairs (o, p) of tap t, for the
+  // non-finite y[i][co][o]: a mask of them per (i, co) row, then each tap's pairs.
+  const int64_t cxg = g.cx / g.groups, cyg = g.cy / g.groups, kv = g.kvol();
+  std::vector<int64_t> redo;  // weight entries where a zeroed gradient met a non-finite pixel
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t co = 0; co < g.cy; ++co) {
+      const T* yo = y + (i * g.cy + co) * L;
+      if (!any_nonfinite(yo, L)) continue;
+      for (int64_t cig = 0; cig < cxg; ++cig) {
+        const T* xi = x + (i * g.cx + (co / cyg) * cxg + cig) * S;
+        for (int64_t t = 0; t < kv; ++t) {
+          T acc = T(0);
+          bool any = false;
+          each_valid_pair(g, t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2], [&](int64_t o, int64_t p) {
+            if (is_nonfinite(yo[o])) {
+              acc += yo[o] * xi[p];
+              any = true;
+              if (is_nonfinite(xi[p])) redo.push_back((co * cxg + cig) * kv + t);
+            }
+          });
+          if (any) gw[(co * cxg + cig) * kv + t] += acc;
+        }
+      }
+    }
+  // Those entries from scratch: the sum over every image and valid pair with the original y.
+  std::sort(redo.begin(), redo.end());
+  redo.erase(std::unique(redo.begin(), redo.end()), redo.end());
+  for (int64_t f : redo) {
+    const int64_t co = f / (cxg * kv), cig = (f / kv) % cxg, t = f % kv;
+    T acc = T(0);
+    for (int64_t i = 0; i < g.n; ++i) {
+      const T* yo = y + (i * g.cy + co) * L;
+      const T* xi = x + (i * g.cx + (co / cyg) * cxg + cig) * S;
+      each_valid_pair(g, t / (g.k[1] * g.k[2]), (t / g.k[2]) % g.k[1], t % g.k[2],
+                      [&](int64_t o, int64_t p) { acc += yo[o] * xi[p]; });
+    }
+    gw[f] = acc;
+  }
+}
+
 void conv_forward_impl(py::handle y, py::handle x, py::handle w, py::handle bias, py::handle stride,
                        py::handle padding, py::handle dilation, int64_t groups) {
   TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(w);
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   const char* b = bias_ptr(bias, g.cy, X.dtype);
   py::gil_scoped_release release;
-  DirectConv dc;
-  if (as_direct(g, X.dtype, dc) && direct_conv_fits(dc))
-    direct_conv_forward((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, dc);
-  else if (X.dtype == DType::Float32)
-    conv_forward<float>((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, g);
+  if (X.dtype == DType::Float32)
+    conv_forward_any<float>((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, g);
   else
-    conv_forward<double>((double*)Y.data, (const double*)X.data, (const double*)Wt.data, (const double*)b, g);
+    conv_forward_any<double>((double*)Y.data, (const double*)X.data, (const double*)Wt.data, (const double*)b, g);
 }
 
 void conv_backward_input_impl(py::handle x, py::handle y, py::handle w, py::handle bias, py::handle stride,
@@ -365,13 +615,11 @@ void conv_backward_input_impl(py::handle x, py::handle y, py::handle w, py::hand
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   const char* b = bias_ptr(bias, g.cx, X.dtype);
   py::gil_scoped_release release;
-  DirectConv dc;
-  if (as_direct(g, X.dtype, dc) && direct_conv_input_fits(dc))
-    direct_conv_backward_input((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, dc);
-  else if (X.dtype == DType::Float32)
-    conv_backward_input<float>((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, g);
+  if (X.dtype == DType::Float32)
+    conv_backward_input_any<float>((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, g);
   else
-    conv_backward_input<double>((double*)X.data, (const double*)Y.data, (const double*)Wt.data, (const double*)b, g);
+    conv_backward_input_any<double>((double*)X.data, (const double*)Y.data, (const double*)Wt.data, (const double*)b,
+                                    g);
 }
 
 void conv_backward_weight_impl(py::handle gw, py::handle x, py::handle y, py::handle stride, py::handle padding,
@@ -379,13 +627,10 @@ void conv_backward_weight_impl(py::handle gw, py::handle x, py::handle y, py::ha
   TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(gw);
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   py::gil_scoped_release release;
-  DirectConv dc;
-  if (as_direct(g, X.dtype, dc) && direct_conv_fits(dc))
-    direct_conv_backward_weight((float*)Wt.data, (const float*)X.data, (const float*)Y.data, dc);
-  else if (X.dtype == DType::Float32)
-    conv_backward_weight<float>((float*)Wt.data, (const float*)X.data, (const float*)Y.data, g);
+  if (X.dtype == DType::Float32)
+    conv_backward_weight_any<float>((float*)Wt.data, (const float*)X.data, (const float*)Y.data, g);
   else
-    conv_backward_weight<double>((double*)Wt.data, (const double*)X.data, (const double*)Y.data, g);
+    conv_backward_weight_any<double>((double*)Wt.data, (const double*)X.data, (const double*)Y.data, g);
 }
 
 // im2col / col2im as ops: cols (N, C*kvol, L) <-> image (N, C, D, H, W). The weight argument of the
