@@ -52,8 +52,8 @@ def test_fully_masked_rows_match_torch(dtype, tol, case):
     ember_mask, torch_mask, torch_causal = mask, mask, causal
     if case == "bool_causal":
         # PyTorch refuses attn_mask with is_causal; its reference is the two masks combined.
+        # ember takes the pair (as PyTorch's CPU flash kernel, which has no double backward).
         torch_mask, torch_causal = mask & np.tril(np.ones((lq, s), dtype=bool)), False
-        ember_mask, causal = torch_mask, False
     with sdpa_kernel(SDPBackend.MATH):  # PyTorch's CPU flash kernel has no double backward
         want = _derivatives(torch, arrays, torch_mask, torch_causal, dtype)
     got = _derivatives(ember, arrays, ember_mask, causal, dtype)
@@ -82,3 +82,25 @@ def test_first_derivative_without_graph_matches_torch():
         outs.append([x.numpy() for x in mod.autograd.grad(out, (q, k, v), g)])
     for w, g in zip(*outs):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fully_masked_row_with_dropout_is_finite(dtype):
+    # dropout_p > 0 is differentiated through its parts (softmax, dropout, matmul; PyTorch's math
+    # path): the masked row's output and first derivatives are 0, the second derivatives finite.
+    rng = np.random.default_rng(5)
+    dt = getattr(ember, dtype)
+    q, k, v = (ember.tensor(rng.standard_normal(s), dtype=dt, requires_grad=True)
+               for s in ((2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 3)))
+    mask = rng.random((4, 5)) > 0.3
+    mask[0] = True
+    mask[1] = False
+    ember.manual_seed(0)
+    out = ember.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=ember.tensor(mask), dropout_p=0.5)
+    first = ember.autograd.grad((out * out).sum() + out.sum(), (q, k, v), create_graph=True)
+    second = ember.autograd.grad(sum((x * x).sum() for x in first), (q, k, v))
+    assert not out[:, :, 1].detach().numpy().any()
+    assert not first[0][:, :, 1].detach().numpy().any()
+    for t in first + second:
+        assert np.isfinite(t.detach().numpy()).all()
+    assert np.abs(first[1].detach().numpy()).max() > 0  # the visible rows still have gradients
