@@ -107,8 +107,10 @@ T row_lse(const T* row, int64_t c, const T* next = nullptr) {
 // *rel receives lse - g itself, formed without going through lse: log(s) on the shifted pass,
 // (max - g) + log(sum) otherwise. Where |lse| is large its float rounding would swamp the loss
 // (all scores 1e30: lse rounds to 1e30 and x[t] - lse to 0, where the loss is log(C)).
+// With `ref` (not null) the score the sum was shifted by (g, or the max) goes to *ref and
+// lse - *ref (log of the shifted sum) to *lsr: the label-smoothing term is formed from them.
 template <typename T>
-T row_lse_shifted(const T* row, int64_t c, const T* next, T g, T* rel) {
+T row_lse_shifted(const T* row, int64_t c, const T* next, T g, T* rel, T* ref = nullptr, T* lsr = nullptr) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
     if (std::isfinite(g)) {
@@ -116,6 +118,10 @@ T row_lse_shifted(const T* row, int64_t c, const T* next, T g, T* rel) {
       if (s < INFINITY) {
         const double ls = std::log(static_cast<double>(s));
         *rel = static_cast<float>(ls);
+        if (ref) {
+          *ref = g;
+          *lsr = static_cast<float>(ls);
+        }
         return static_cast<float>(static_cast<double>(g) + ls);
       }
     }
@@ -124,6 +130,10 @@ T row_lse_shifted(const T* row, int64_t c, const T* next, T g, T* rel) {
   const T mx = minmax_contig<T, true>(row, c);
   const T ls = std::log(exp_sum<T>(nullptr, row, c, mx, next));
   *rel = (mx - g) + ls;
+  if (ref) {
+    *ref = mx;
+    *lsr = ls;
+  }
   return mx + ls;
 }
 
@@ -135,7 +145,10 @@ bool lse_exact_enough(T lse) {
   return !(std::abs(lse) > T(256));
 }
 
-// One row of class_nll: nll = w[t] * (lse - x[t]) (formed as row_lse_shifted's rel), smooth = -(sum_c w[c] x[c] - sum(w) lse),
+// One row of class_nll: nll = w[t] * (lse - x[t]) (formed as row_lse_shifted's rel), smooth = sum_c w[c] (lse - x[c])
+// formed as sum_c w[c] (ref - x[c]) + sum(w) (lse - ref), ref the score the exp sum was shifted by
+// (PyTorch's -sum(w * log_softmax(x)) to rounding; -(sum(w x) - sum(w) lse) cancelled to its rounding
+// once |lse| is large: 2e-4 relative at scores ~1e5, the whole term at 1e30),
 // and the row's lse (row_lse: NaN for an infinite max, so such a row's loss and gradient are NaN)
 // itself into *lse_out (null for log-probabilities), which the backward reads instead of
 // recomputing it. `next`: the row read after this one, prefetched (row_lse).
@@ -144,9 +157,10 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
              T* lse_out, const T* next) {
   T lse = 0;
   T w = wp ? wp[t] : T(1);
+  T ref = 0, lsr = 0;  // (log-probabilities: lse = 0, so ref = 0 and lse - ref = 0)
   if (!log_probs) {
     T rel;
-    lse = row_lse_shifted<T>(row, c, next, row[t], &rel);
+    lse = row_lse_shifted<T>(row, c, next, row[t], &rel, smooth ? &ref : nullptr, &lsr);
     if (lse_out) *lse_out = lse;
     *nll = w * rel;
   } else {
@@ -158,20 +172,22 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
     T wsum = 0;
     if (wp) {
       for (int64_t i = 0; i < c; ++i) {
-        s += wp[i] * row[i];
+        s += wp[i] * (ref - row[i]);
         wsum += wp[i];
       }
     } else {
-      for (int64_t i = 0; i < c; ++i) s += row[i];
+      for (int64_t i = 0; i < c; ++i) s += ref - row[i];
       wsum = T(c);
     }
-    *smooth = -(s - wsum * lse);
+    *smooth = std::isnan(lse) ? lse : s + wsum * lsr;
   }
 }
 
 // Per position j of a column block of bl positions (classes strided by sc, positions
 // contiguous): lse[j] (0 for log-probabilities; NaN where the max is infinite, as nll_row)
-// and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in chunks
+// and, with `wx`, the weighted class sum sum_c w[c] (x[c, j] - ref[j]), ref[j] the position's first
+// finite score (0 if none, and 0 for log-probabilities; written to `ref`), so that the
+// label-smoothing term sum(w) (lse - ref) - wx does not cancel where |lse| is large. The classes are walked in chunks
 // that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
 // running sum of exp(x - max) in a second over the cached chunk, rescaled where a chunk raised
 // the max, so the block is read from memory once and every pass streams whole row pieces.
@@ -182,12 +198,21 @@ constexpr int64_t kChunkBytes = 256 * 1024;
 
 template <typename T>
 void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool log_probs, T* lse, T* wx,
-                const T* next = nullptr, T* mx = nullptr, T* logs = nullptr) {
+                const T* next = nullptr, T* mx = nullptr, T* logs = nullptr, T* ref = nullptr) {
   alignas(64) T m[kColBlock], s[kColBlock], mc[kColBlock], shift[kColBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
     s[j] = 0;
-    if (wx) wx[j] = 0;
+    if (wx) {
+      wx[j] = 0;
+      ref[j] = 0;
+      for (int64_t k = 0; !log_probs && k < c; ++k) {
+        if (std::isfinite(x[k * sc + j])) {
+          ref[j] = x[k * sc + j];
+          break;
+        }
+      }
+    }
   }
   const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
   for (int64_t k0 = 0; k0 < c; k0 += chunk) {
@@ -199,7 +224,7 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
         for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
       if (wx) {
         const T w = wp ? wp[k] : T(1);
-        for (int64_t j = 0; j < bl; ++j) wx[j] += w * p[j];
+        for (int64_t j = 0; j < bl; ++j) wx[j] += w * (p[j] - ref[j]);
       }
     }
     if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift, chunk, c, next);
@@ -377,7 +402,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
       const int64_t width = std::min(l.s, kColBlock), nblk = (l.s + width - 1) / width;
       parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
                    [&](int64_t b0, int64_t b1) {
-        alignas(64) T lse[kColBlock], wx[kColBlock], mx[kColBlock], logs[kColBlock];
+        alignas(64) T lse[kColBlock], wx[kColBlock], mx[kColBlock], logs[kColBlock], ref[kColBlock];
         alignas(64) float g[kColBlock];  // (float32 with AVX-512 only: the shifted pass)
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
@@ -409,7 +434,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
             }
           }
 #endif
-          if (!done) column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn, mx, logs);
+          if (!done) column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn, mx, logs, ref);
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
@@ -425,7 +450,12 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
             const T xt = picked ? picked[j] : xb[t * l.sc + j];
             np[r0 + j] = log_probs ? -w * xt : w * (picked ? logs[j] : (mx[j] - xt) + logs[j]);
             tw[r0 + j] = w;
-            if (sp) sp[r0 + j] = -(wx[j] - wsum * lse[j]);
+            // sum_c w[c] (lse - x[c]) = sum(w) (lse - ref) - wx, lse - ref = (max - ref) + log(sum):
+            // no cancellation where |lse| is large (log-probabilities: ref = 0, lse = 0).
+            if (sp) {
+              const T lr = log_probs ? T(0) : std::isnan(lse[j]) ? lse[j] : (mx[j] - ref[j]) + logs[j];
+              sp[r0 + j] = wsum * lr - wx[j];
+            }
           }
         }
       });

@@ -222,7 +222,11 @@ def _attention(grads, inputs, outputs):
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))
     if mask is not None:
         scores = scores.masked_fill(mask.logical_not(), float("-inf")) if mask.dtype is ember.bool else scores + mask
-    p = ember.softmax(scores, -1)
+    # A row whose every key is hidden (all -inf) has zero probabilities, as PyTorch's _safe_softmax:
+    # its scores are replaced before the softmax so that no NaN enters this graph (a NaN there turns
+    # the masked_fill's zeros back into NaN under double backward).
+    dead = (scores == float("-inf")).all(-1, keepdim=True)
+    p = ember.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
     grad_v = ember.matmul(p.transpose(-2, -1), g)
     grad_p = ember.matmul(g, v.transpose(-2, -1))
     grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True)) * scale

@@ -120,8 +120,11 @@ def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale, e
         scores = scores + _additive_mask(keep, cd)
     if attn_mask is not None:
         scores = scores + _additive_mask(attn_mask, cd)
-    weights = softmax(scores, -1)
-    weights = weights.nan_to_num(0.0)  # fully masked rows: zeros, as the fused kernel gives
+    # Fully masked rows (every score -inf): zeros, as the fused kernel and PyTorch's _safe_softmax give.
+    # The row's scores are replaced before the softmax so that its backward (and double backward)
+    # sees no NaN: a NaN weight zeroed afterwards still made the softmax's gradient NaN.
+    dead = (scores == float("-inf")).all(-1, keepdim=True)
+    weights = softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
     out = dropout(weights, dropout_p, True) @ v
     return out if out.dtype is query.dtype else convert(out, query.dtype)
 
