@@ -18,7 +18,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent / "programs"
 sys.path.insert(0, str(HERE))
-from _compare import differences  # noqa: E402
+from _compare import differences, hostile_cases, hostile_problems  # noqa: E402
 
 PROGRAMS = sorted(p.name for p in HERE.glob("s18_*.py") if p.name != "s18_hostile.py")
 HOSTILE = "s18_hostile.py"
@@ -64,35 +64,10 @@ def test_program_prints_what_pytorch_prints(outputs, spec):
     assert not diff, "\n".join(diff) + f"\n--- ember's output:\n{ours}"
 
 
-def _cases(text: str) -> dict:
-    cases = {}
-    for line in text.splitlines():
-        for sep in (" !! ", " -> "):
-            if sep in line:
-                name, rest = line.split(sep, 1)
-                cases[name] = (sep.strip(), rest)
-                break
-    return cases
-
-
 def test_hostile_inputs_raise_what_pytorch_raises(outputs):
-    theirs, ours = _cases(outputs["torch"][HOSTILE]), _cases(outputs["ember"][HOSTILE])
-    assert len(theirs) > 40 and list(theirs) == list(ours), (list(theirs), list(ours))
-    problems = []
-    for name, (kind, rest) in theirs.items():
-        our_kind, our_rest = ours[name]
-        if kind == "->":
-            if our_kind != "->" or differences(rest, our_rest):
-                problems.append(f"{name}: torch -> {rest}\n   ember {our_kind} {our_rest}")
-            continue
-        their_type, _, their_msg = rest.partition(" | ")
-        our_type, _, our_msg = our_rest.partition(" | ")
-        if our_kind != "!!" or our_type != their_type:
-            problems.append(f"{name}: torch raises {their_type}: {their_msg}\n   ember {our_kind} {our_rest}")
-        elif name not in MESSAGE_DIFFERS and differences(their_msg, our_msg):
-            problems.append(f"{name}: message\n   torch: {their_msg}\n   ember: {our_msg}")
+    problems = hostile_problems(outputs["torch"][HOSTILE], outputs["ember"][HOSTILE], MESSAGE_DIFFERS, 40)
     assert not problems, "\n".join(problems)
 
 
 def test_message_exceptions_name_existing_cases(outputs):
-    assert set(MESSAGE_DIFFERS) <= set(_cases(outputs["torch"][HOSTILE]))
+    assert set(MESSAGE_DIFFERS) <= set(hostile_cases(outputs["torch"][HOSTILE]))

@@ -46,3 +46,37 @@ def differences(expected: str, actual: str, rtol: float = 1e-4, atol: float = 1e
             continue
         out.append(f"line {i + 1}:\n  torch: {w}\n  ember: {g}")
     return out
+
+
+def hostile_cases(text: str) -> dict:
+    """A hostile-inputs program's output as {case: ("!!", "Type | message") or ("->", result)}."""
+    cases = {}
+    for line in text.splitlines():
+        for sep in (" !! ", " -> "):
+            if sep in line:
+                name, rest = line.split(sep, 1)
+                cases[name] = (sep.strip(), rest)
+                break
+    return cases
+
+
+def hostile_problems(expected: str, actual: str, message_differs, min_cases: int) -> list[str]:
+    """Where a hostile-inputs program under ember (``actual``) does not do what it does under PyTorch
+    (``expected``): the same cases in the same order, each raising PyTorch's exception type with its message
+    (except the cases named in ``message_differs``) or giving its result."""
+    theirs, ours = hostile_cases(expected), hostile_cases(actual)
+    assert len(theirs) > min_cases and list(theirs) == list(ours), (list(theirs), list(ours))
+    problems = []
+    for name, (kind, rest) in theirs.items():
+        our_kind, our_rest = ours[name]
+        if kind == "->":
+            if our_kind != "->" or differences(rest, our_rest):
+                problems.append(f"{name}: torch -> {rest}\n   ember {our_kind} {our_rest}")
+            continue
+        their_type, _, their_msg = rest.partition(" | ")
+        our_type, _, our_msg = our_rest.partition(" | ")
+        if our_kind != "!!" or our_type != their_type:
+            problems.append(f"{name}: torch raises {their_type}: {their_msg}\n   ember {our_kind} {our_rest}")
+        elif name not in message_differs and differences(their_msg, our_msg):
+            problems.append(f"{name}: message\n   torch: {their_msg}\n   ember: {our_msg}")
+    return problems
