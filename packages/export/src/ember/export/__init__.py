@@ -23,8 +23,11 @@ from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._pytree import register_dataclass, register_pytree_node
 from ._ranges import ValueRange
 from ._serialize import SerializationError, load, save
-from ._signature import (
+from ._sym import sym_size
+from ._trace import export
+from .graph_signature import (
     ConstantArgument,
+    ExportBackwardSignature,
     ExportGraphSignature,
     InputKind,
     InputSpec,
@@ -33,11 +36,7 @@ from ._signature import (
     SymIntArgument,
     TensorArgument,
 )
-from ._sym import sym_size
-from ._trace import export
 from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # (binds the function, as torch)
-
-ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
     "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "Constraint",
