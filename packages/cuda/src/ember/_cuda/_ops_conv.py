@@ -155,8 +155,8 @@ def _run3(src, a, b, count, geo, index):
                                    "dh", "dw")})
     sig.update({"KD": "constexpr", "KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
     consts = {"KD": kd, "KH": kh, "KW": kw, "BLOCK": 1024}
-    if src is _COL2IM3 and b.dtype is dt.float64:
-        sig["F64"], consts["F64"] = "constexpr", True
+    if src is _COL2IM3:  # (every constexpr named: a build from a signature takes no Python default)
+        sig["F64"], consts["F64"] = "constexpr", b.dtype is dt.float64
     launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
     launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, d, h, w,
              od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw)
@@ -198,8 +198,8 @@ def _run(src, a, b, count, geo, index):
     sig.update({k: "i64" for k in ("C", "H", "W", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")})
     sig.update({"KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
     consts = {"KH": kh, "KW": kw, "BLOCK": 1024}
-    if src is _COL2IM and b.dtype is dt.float64:
-        sig["F64"], consts["F64"] = "constexpr", True
+    if src is _COL2IM:  # (every constexpr named: a build from a signature takes no Python default)
+        sig["F64"], consts["F64"] = "constexpr", b.dtype is dt.float64
     launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
     launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, h, w, oh,
              ow, sh, sw, ph, pw, dh, dw)
