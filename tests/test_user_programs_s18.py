@@ -8,9 +8,6 @@ the random streams. ``s18_hostile.py`` prints, per case, a result or the excepti
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +15,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent / "programs"
 sys.path.insert(0, str(HERE))
-from _compare import differences, hostile_cases, hostile_problems  # noqa: E402
+from _compare import differences, hostile_cases, hostile_problems, run_under_both  # noqa: E402
 
 PROGRAMS = sorted(p.name for p in HERE.glob("s18_*.py") if p.name != "s18_hostile.py")
 HOSTILE = "s18_hostile.py"
@@ -32,24 +29,10 @@ MESSAGE_DIFFERS: dict[str, str] = {
 }
 
 
-def _run_all(lib: str, tmp: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
-    out = tmp / f"{lib}.json"
-    return subprocess.Popen([sys.executable, str(HERE / "_driver.py"), lib, str(out), *PROGRAMS, HOSTILE],
-                            cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     pytest.importorskip("torch")
-    tmp = tmp_path_factory.mktemp("programs_s18")
-    procs = {lib: _run_all(lib, tmp) for lib in ("torch", "ember")}
-    results = {}
-    for lib, proc in procs.items():
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, f"the {lib} driver failed:\n{err[-3000:]}"
-        results[lib] = json.loads((tmp / f"{lib}.json").read_text())
-    return results
+    return run_under_both([*PROGRAMS, HOSTILE], tmp_path_factory.mktemp("programs_s18"))
 
 
 def test_there_are_programs():

@@ -7,8 +7,13 @@ traceback excerpt the driver writes after a failure) are not compared.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf)\b")
 
@@ -80,3 +85,19 @@ def hostile_problems(expected: str, actual: str, message_differs, min_cases: int
         elif name not in message_differs and differences(their_msg, our_msg):
             problems.append(f"{name}: message\n   torch: {their_msg}\n   ember: {our_msg}")
     return problems
+
+
+def run_under_both(scripts, tmp: Path) -> dict:
+    """{"torch": {script: output}, "ember": {...}}: ``_driver.py`` runs every script in one process per library,
+    both processes at once (one thread each, warnings off)."""
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    procs = {lib: subprocess.Popen([sys.executable, str(here / "_driver.py"), lib, str(tmp / f"{lib}.json"), *scripts],
+                                   cwd=here, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for lib in ("torch", "ember")}
+    results = {}
+    for lib, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"the {lib} driver failed:\n{err[-3000:]}"
+        results[lib] = json.loads((tmp / f"{lib}.json").read_text())
+    return results
