@@ -252,10 +252,11 @@ def precompile_attention() -> int:
     return n
 
 
-def precompile_grid() -> int:
+def precompile_grid(shard: tuple[int, int] = (0, 1)) -> int:
     """Compiles (into ``EMBER_CUDA_CACHE``) the kernels of ``bench_cuda_attention.py --tune-grid`` (every forward,
     dK/dV and dQ variant of its sweep at T1024 and T4096, causal and not), as precompile_attention does for
-    --tune-bwd-forms. Returns how many launches were made."""
+    --tune-bwd-forms. ``shard`` (i, n) takes every n-th variant from the i-th, so n processes compile the grid
+    side by side (a GPU machine's cores). Returns how many launches were made."""
     import math
 
     import ember
@@ -266,6 +267,10 @@ def precompile_grid() -> int:
 
     saved = grid_state(A)
     b, h, d, n = 8, 12, 64, 0
+    seen = iter(range(1 << 30))
+
+    def mine():  # this shard's variant?
+        return next(seen) % shard[1] == shard[0]
     for t in (1024, 4096):
         for causal in (True, False):
             q, k, v, g = (ember.empty(b, t, h, d, dtype=ember.bfloat16, device="cuda").transpose(1, 2)
@@ -273,7 +278,7 @@ def precompile_grid() -> int:
             with ember.no_grad():
                 out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
             for var in grid_variants():
-                if var[1] != causal:
+                if var[1] != causal or not mine():
                     continue
                 apply_grid(A, var, short=t <= 2048)
                 if var[0] in ("fwd", "fwd_tma"):
@@ -288,7 +293,7 @@ def precompile_grid() -> int:
                 with ember.no_grad():
                     out, lse = A.flash_forward(q, k, v, mask, False, 1 / math.sqrt(d))
                 for var in grid_variants():  # the dK/dV "bias" tiles, and dQ's (the winner's runs beside them)
-                    if var[0] == "bias" or (var[0] in ("dq", "dq_tma") and not var[1]):
+                    if (var[0] == "bias" or (var[0] in ("dq", "dq_tma") and not var[1])) and mine():
                         apply_grid(A, var)
                         A.flash_backward(g, q, k, v, out, lse, mask, False, 1 / math.sqrt(d))
                         set_grid_state(A, saved)
@@ -303,6 +308,7 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--shard", default="0/1", help="precompile_grid: i/n, every n-th variant from the i-th")
     args = ap.parse_args()
     install()
     if args.what == "add":
@@ -314,7 +320,8 @@ def main():
     elif args.what == "precompile_attention":
         print(f"flash attention: {precompile_attention()} launches compiled into the kernel cache")
     elif args.what == "precompile_grid":
-        print(f"flash attention grid: {precompile_grid()} launches compiled into the kernel cache")
+        shard = tuple(map(int, args.shard.split("/")))
+        print(f"flash attention grid: {precompile_grid(shard)} launches compiled into the kernel cache")
     elif args.what == "gpt_compiled":
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")
