@@ -41,10 +41,27 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
+def _load_tile(ptrs, a_ok, b_ok, MASK_A: tl.constexpr, MASK_B: tl.constexpr):
+    # A 2-d tile (a bias), masked along axis 0 (a_ok) and/or axis 1 (b_ok) only where the tile may pass the
+    # tensor's end: an unmasked load is vectorized along the unit-stride axis, a masked one element by element.
+    if MASK_A:
+        if MASK_B:
+            x = tl.load(ptrs, mask=a_ok[:, None] & b_ok[None, :], other=0.0)
+        else:
+            x = tl.load(ptrs, mask=a_ok[:, None], other=0.0)
+    elif MASK_B:
+        x = tl.load(ptrs, mask=b_ok[None, :], other=0.0)
+    else:
+        x = tl.load(ptrs)
+    return x
+
+
+@triton.jit
 def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S, skn, svn, sbn, qk_scale,
                BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr, FOLD_SCALE: tl.constexpr):
-    # Key tiles lo..hi (multiples of BLOCK_N) into the running max / sum / accumulator.
+               PREC: tl.constexpr, FOLD_SCALE: tl.constexpr, L, MASK_ROWS: tl.constexpr):
+    # Key tiles lo..hi (multiples of BLOCK_N) into the running max / sum / accumulator. MASK_ROWS: the query tile
+    # may pass row L (only its bias rows are read here).
     k_ptrs += lo * skn
     v_ptrs += lo * svn
     if HAS_BIAS:
@@ -59,10 +76,7 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
         if not FOLD_SCALE:
             s = s * qk_scale
         if HAS_BIAS:
-            if MASK_COLS:
-                bias = tl.load(b_ptrs, mask=(cols < S)[None, :], other=0.0)
-            else:
-                bias = tl.load(b_ptrs)
+            bias = _load_tile(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS)
             s += bias.to(tl.float32) * LOG2E
         if MASK_COLS:
             s = tl.where((cols < S)[None, :], s, float("-inf"))
@@ -135,15 +149,18 @@ def fwd(Q, K, V, B, O, LSE, scale,
         if diag > S:
             diag = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, FOLD_SCALE)
+                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, FOLD_SCALE, L,
+                                   not EVEN_M)
         hi = (start_m + 1) * BLOCK_M
         if hi > S:
             hi = S
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, FOLD_SCALE)
+                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, FOLD_SCALE, L,
+                                   not EVEN_M)
     else:
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, FOLD_SCALE)
+                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, FOLD_SCALE, L,
+                                   not EVEN_M)
     empty = l_i == 0.0
     l_use = tl.where(empty, 1.0, l_i)
     out = acc / l_use[:, None]
@@ -319,7 +336,7 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delt
         if DP_FIRST:
             dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
         if HAS_BIAS:
-            bias = tl.load(bt_ptrs, mask=(cols < S)[:, None] & (rows < L)[None, :], other=0.0)
+            bias = _load_tile(bt_ptrs, cols < S, rows < L, MASK_COLS, MASK_ROWS)
             pt = tl.exp2(st * qk_scale + bias.to(tl.float32) * LOG2E - lse2[None, :])
         else:
             pt = tl.exp2(st * qk_scale - lse2[None, :])
@@ -528,8 +545,8 @@ def dkdv_tma(Q, K, V, DO, LSE, DELTA, DK, DV, scale,
 @triton.jit
 def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, L, S, skn, svn, sbn, qk_scale,
               BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-              PREC: tl.constexpr, DP_FIRST: tl.constexpr):
-    # Key tiles lo..hi (multiples of BLOCK_N) into one query tile's dQ.
+              PREC: tl.constexpr, DP_FIRST: tl.constexpr, MASK_ROWS: tl.constexpr):
+    # Key tiles lo..hi (multiples of BLOCK_N) into one query tile's dQ (MASK_ROWS: the tile may pass row L).
     k_ptrs += lo * skn
     v_ptrs += lo * svn
     if HAS_BIAS:
@@ -546,7 +563,7 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
         if DP_FIRST:
             dp = tl.dot(do, tl.trans(v), input_precision=PREC)
         if HAS_BIAS:
-            bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
+            bias = _load_tile(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS)
             p = tl.exp2(s * qk_scale + bias.to(tl.float32) * LOG2E - lse2[:, None])
         else:
             p = tl.exp2(s * qk_scale - lse2[:, None])
@@ -615,15 +632,15 @@ def _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
         if diag > S:
             diag = (S // BLOCK_N) * BLOCK_N
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, DP_FIRST)
+                        qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, DP_FIRST, not EVEN_M)
         hi = (start_m + 1) * BLOCK_M
         if hi > S:
             hi = S
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, DP_FIRST)
+                        qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, DP_FIRST, not EVEN_M)
     else:
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, DP_FIRST)
+                        qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, DP_FIRST, not EVEN_M)
     acc = acc * scale
     dq_ptrs = DQ + b * sqb2 + h * sqh2 + rows[:, None].to(tl.int64) * sqm2 + offs_d[None, :]
     if EVEN_M:

@@ -46,8 +46,10 @@ def _fwd_config(dtype, d: int, lq: int = 0, causal: bool = False):
     return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
 
 
-# (non-causal, causal) forward tiles of 16-bit D64 attention, for up to 2048 query rows and beyond.
-_FWD_SHORT, _FWD_LONG = ((64, 64, 4, 3), (64, 64, 4, 3)), ((128, 64, 4, 3), (128, 64, 4, 3))
+# (non-causal, causal) forward tiles of 16-bit D64 attention, for up to 2048 query rows and beyond. Session 19's
+# --tune-grid sweep (H100, B8 H12 bf16, every variant of grid_variants() built and timed) chose the long-sequence
+# 8-warp tiles: T4096 forward 1.077 / 0.601 ms (non-causal / causal) against (128, 64, 4, 3)'s 1.126 / 0.618.
+_FWD_SHORT, _FWD_LONG = ((64, 64, 4, 3), (64, 64, 4, 3)), ((128, 64, 8, 4), (128, 64, 8, 3))
 # Per length class (up to 2048 query rows, beyond) and (non-causal, causal): (whether 16-bit forwards without a
 # bias move their tiles through tensor descriptors, the copy engine's, when every base and row stride is 16-byte
 # aligned: the ``fwd_tma`` kernel; whether Triton then warp-specializes its loop: a loading warp group beside two
@@ -81,15 +83,19 @@ def _bwd_config(dtype, d: int, causal: bool = True):
 
 # (non-causal, causal) (dK/dV, dQ) tiles of 16-bit D64 attention. Session 14's sweep (B8 H12 T1024/4096 causal
 # bf16 on the H200, bench_cuda_attention.py --tune-bwd): best of 10 dK/dV and 8 dQ configurations, the
-# runners-up within ~5% (run-to-run noise).
-_BWD_D64 = (((64, 64, 4, 3), (64, 64, 4, 4)), ((64, 64, 4, 3), (64, 64, 4, 4)))
+# runners-up within ~5% (run-to-run noise). Session 19's --tune-grid sweep (H100, both lengths, dK/dV first with
+# dQ at its default, then dQ with dK/dV at its winner) moved both: the backward alone took (T1024 / T4096 ms)
+# non-causal 0.216 / 2.905, causal 0.169 / 1.798 (PyTorch's SDPA in the same run: 0.223 / 2.578, 0.160 / 1.503).
+_BWD_D64 = (((32, 128, 4, 4), (128, 64, 8, 3)), ((64, 64, 4, 2), (64, 64, 4, 3)))
 # (non-causal, causal) (dQ, dK/dV): with True the kernel issues its second score-shaped product (dP = dO V^T,
 # or dP^T = V dO^T) right after the first (S, or S^T) instead of after the exponentials, so the products that
 # follow (dQ's, or dV's and dK's) are the ones left in flight across the loop's end.
-_DP_FIRST = ((False, False), (False, False))
+_DP_FIRST = ((True, True), (False, True))  # (session 19's sweep, beside _BWD_D64's tiles)
 # dK/dV tiles of 16-bit D64 attention with an additive mask (HAS_BIAS): the sm_90 build of (64, 64, 4, 3) spills
-# 144 (non-causal) to 1080 (causal) bytes per thread (ptxas -v, Triton 3.6); (32, 64, 4, 3) spills none.
-_BIAS_DKDV_D64 = (64, 64, 4, 3)
+# 144 (non-causal) to 1080 (causal) bytes per thread (ptxas -v, Triton 3.6); (32, 64, 4, 3) spills none and was
+# the fastest of 4 in session 19's sweep (H100, (1, 1, T, T) bf16 mask, whole backward 0.848 / 13.44 ms at T1024 /
+# T4096 against (64, 64, 4, 3)'s 0.916 / 15.55; PyTorch 0.314 / 4.01).
+_BIAS_DKDV_D64 = (32, 64, 4, 3)
 # (non-causal, causal): (whether the dQ kernel of 16-bit backwards without a bias moves its tiles through tensor
 # descriptors, ``dq_tma``, when every operand is 16-byte aligned; whether its loop is warp-specialized). Built
 # for sm_90 with Triton 3.6 (session 16): 122-125 registers at (64, 64, 4, 3) against the pointer kernel's
