@@ -42,25 +42,31 @@ def _qkv(torch, fw, b, h, t, d, seed=0):
 def _attention_rows(torch, iters, sizes):
     rows = []
     for t in sizes:
-        for causal in (True, False):
+        # causal, plain, and a BERT-style key-padding mask: bool (B, 1, 1, T), the last eighth of the keys masked
+        for causal in (True, False, "mask"):
             b, h, d = 8, 12, 64
-            fwd_flops = 4 * b * h * t * t * d / (2 if causal else 1)
+            fwd_flops = 4 * b * h * t * t * d / (2 if causal is True else 1)
             for what, flops in (("fwd", fwd_flops), ("fwd+bwd", 3.5 * fwd_flops)):
-                row = {"name": f"sdpa bf16 B{b} H{h} T{t} D{d}{' causal' if causal else ''} {what}"}
+                how = {True: " causal", False: "", "mask": " padding mask"}[causal]
+                row = {"name": f"sdpa bf16 B{b} H{h} T{t} D{d}{how} {what}"}
                 for label, fw in (("ember", ember), ("torch", torch)):
                     q, k, v = _qkv(torch, fw, b, h, t, d)
                     F = EF if fw is ember else torch.nn.functional
                     grad = fw.ones_like(q)
+                    mask = None
+                    if causal == "mask":
+                        mask = fw.ones(b, 1, 1, t, dtype=fw.bool, device="cuda")
+                        mask[..., t - t // 8:] = False
                     if what == "fwd":
-                        def fn(F=F, q=q, k=k, v=v, fw=fw, causal=causal):
+                        def fn(F=F, q=q, k=k, v=v, fw=fw, causal=causal is True, mask=mask):
                             with fw.no_grad():
-                                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                                F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
                     else:
-                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal, fw=fw):
+                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal is True, fw=fw, mask=mask):
                             # autograd.grad: the gradients are returned, not accumulated into .grad (three
                             # additions that are not attention's)
-                            fw.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v),
-                                             grad)
+                            fw.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal),
+                                             (q, k, v), grad)
                     ms = _median_ms(fw, fn, iters, hide_host=True)
                     row[label + "_ms"] = round(ms, 4)
                     row[label] = round(flops / (ms * 1e-3) / 1e12, 1)
