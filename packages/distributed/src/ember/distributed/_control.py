@@ -226,8 +226,17 @@ class ControlServer:
 
     def _serve_watch(self, conn, send_lock, reader, rank: int) -> None:
         with self._lock:
-            self._watchers[rank] = (conn, send_lock)
+            # One watch per rank for the job's life: a second process claiming a rank that is watched (or
+            # has left) is refused before it can replace the first one's channel or report it dead.
+            taken = rank in self._watchers or rank in self._exited
+            if not taken and 0 <= rank < self.world_size:
+                self._watchers[rank] = (conn, send_lock)
             already = dict(self._exited)
+        if taken or not 0 <= rank < self.world_size:
+            why = "taken" if taken else "out_of_range"
+            self._send(conn, send_lock, f"refused rank={rank} reason={why}\n")
+            return
+        self._send(conn, send_lock, f"ok rank={rank}\n")
         for gone, clean in already.items():  # a late watcher still learns who left
             self._send(conn, send_lock, f"exited rank={gone} clean={int(clean)}\n")
         clean = False
@@ -255,14 +264,24 @@ class Watch:
 
     def __init__(self, host: str, port: int, rank: int, on_exit, timeout: float):
         self._sock = socket.create_connection((host, port), timeout=timeout)
-        self._sock.settimeout(None)
         self._sock.sendall(f"{_WATCH_HELLO} rank={rank}\n".encode("ascii"))
+        self._reader = self._sock.makefile("r", encoding="ascii", newline="\n")
+        answer = self._reader.readline()  # within the connection timeout
+        if not answer.startswith("ok"):
+            self._sock.close()
+            if answer.startswith("refused"):
+                why = _parse(answer).get("reason")
+                raise RuntimeError(
+                    f"rank {rank} is already taken in this job by another process (two processes were started "
+                    f"with RANK={rank})" if why == "taken" else f"rank {rank} is outside this job's world")
+            raise OSError("the control server closed the liveness channel")
+        self._sock.settimeout(None)
         self._on_exit = on_exit
         self._closing = False
         threading.Thread(target=self._listen, name="ember-watch", daemon=True).start()
 
     def _listen(self) -> None:
-        reader = self._sock.makefile("r", encoding="ascii", newline="\n")
+        reader = self._reader
         try:
             for line in reader:
                 msg = _parse(line)
