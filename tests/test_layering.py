@@ -36,7 +36,6 @@ SUBPACKAGE_OWNERS = {
     "_logging": "ember-compile",
     "library": "ember-compile",
     "_higher_order_ops": "ember-compile",
-    "_ops": "ember-compile",
     "_subclasses": "ember-compile",
     "jit": "ember-export",
     "multiprocessing": "ember-distributed",

@@ -460,6 +460,10 @@ def test_dynamo_config_patch_like_torch():
         with pytest.raises(AttributeError, match="no_such_setting does not exist"):
             with cfg.patch(no_such_setting=1):
                 pass
+
+
+def test_inductor_config_patch_like_torch():
+    pytest.importorskip("ember._inductor", reason="ember._inductor comes with ember-export")
     from ember.compiler.inductor import config as inductor_config
 
     assert ember._inductor.config is inductor_config

@@ -15,12 +15,4 @@ class _Plugin:
         return cond
 
 
-    @property
-    def aten(self):
-        """``ember.ops.aten``: PyTorch's overload names over ember's ops."""
-        from ember._ops import aten
-
-        return aten
-
-
 plugin = _Plugin()

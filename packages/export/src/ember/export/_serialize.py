@@ -229,7 +229,8 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
     SerializationError naming what failed; the partial read is discarded."""
     try:
         z = zipfile.ZipFile(f if not isinstance(f, (str, os.PathLike)) else os.fspath(f))
-    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError, NotImplementedError) as exc:
+        # (NotImplementedError: a damaged header's "zip file version 14.7")
         if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
         raise _NotAZip(f"{f!r} is not an ember exported program (not a zip archive)") from exc

@@ -524,19 +524,15 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     kept from the forward and not recomputed in backward. ``allow_cache_entry_mutation`` lets a
     kept output be changed in place afterwards (an error otherwise)."""
     if isinstance(policy_fn_or_list, list):
-        import sys
-
+        from ember import _ops as aten
         from ember._src.dispatch import Op
 
-        # ember.ops.aten's overloads (ember-compile, a package above this one: looked up, not imported;
-        # an aten overload in the list means it is loaded) and ember's own ops are the overloads
-        aten = sys.modules.get("ember._ops")
-        overloads = (Op, aten.OpOverload) if aten is not None else (Op,)
+        overloads = (Op, aten.OpOverload)  # ember.ops.aten's overloads and ember's own ops
         for op in policy_fn_or_list:
             if not isinstance(op, overloads):
                 extra = ("Please update the OpOverloadPacket to a specific OpOverload.For example, if you have "
                          "`torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
-                         if aten is not None and isinstance(op, aten.OpOverloadPacket) else "")
+                         if isinstance(op, aten.OpOverloadPacket) else "")
                 raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
                                  f"{extra}")
 

@@ -47,12 +47,10 @@ class _OpTable(dict):
             prefix = name + "::"
             if any(key.startswith(prefix) for key in self):
                 return _OpNamespace(self, name)
-            if name == "aten":  # ``torch.ops.aten.relu.default``: PyTorch's names, from ember-compile
-                from . import plugins
+            if name == "aten":  # ``torch.ops.aten.relu.default``: PyTorch's overload names over ember's ops
+                from ember._ops import aten
 
-                compiler = plugins.load("compile")
-                if compiler is not None:
-                    return compiler.aten
+                return aten
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
