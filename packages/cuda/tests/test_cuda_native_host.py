@@ -369,6 +369,95 @@ def test_storage_fields_and_subclasses():
 
 
 
+@pytest.mark.skipif(not hasattr(_C, "_device_empty_front"), reason="the core was built without the native path")
+def test_native_new_empty_front_makes_the_python_functions_tensor_and_passes_the_rest_on():
+    """``_C._device_empty_front`` (``_storage.new_empty``'s common case in C): a fresh contiguous tensor with the
+    cached strides, the device object of the device table, a block of the device's allocator on the current stream
+    and the inference flag; every other call (keywords, zero, a shape not cached, another device than the last
+    ``new_empty_tensor`` one, a context to make current, an unknown device or dtype, a size over the limit) reaches
+    the Python function with its own arguments."""
+    import ember
+    from ember import _C
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev, other = ember.device("cuda", 0), ember.device("cuda", 1)
+    calls = []
+
+    def fallback(*args, **kwargs):
+        calls.append((args, kwargs))
+        return "fallback"
+
+    def empty(*args):  # the backend's `empty` last handed `dev` (device.LAST_EMPTY)
+        raise AssertionError("not called")
+
+    shapes = {(2, 3): ((3, 1), 6), (): ((), 1), (4,): ((1,), 4)}
+    last = [dev, empty]
+    driver_tls = SimpleNamespace(index=0)
+    streams_tls = SimpleNamespace(streams=None)
+    inference_used, grad_state = [False], SimpleNamespace(inference=False)
+    front = _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {0: dev}, {0: alloc},
+                                    streams_tls, inference_used, grad_state, _storage.CudaStorage))
+
+    t = front((2, 3), ember.float32, dev)
+    assert type(t) is ember.Tensor and t._device is dev and t.dtype is ember.float32
+    assert (t._shape, t._stride, t._offset, t._storage._nbytes, t._storage.inference) == ((2, 3), (3, 1), 0, 24, False)
+    assert type(t._storage) is _storage.CudaStorage and t._storage._block.stream == 0 and calls == []
+    assert front((), ember.bfloat16, dev, False)._storage._nbytes == 2
+    # a stream made current for the device (and one for another device), then inference mode
+    streams_tls.streams = {0: SimpleNamespace(cuda_stream=77), 1: SimpleNamespace(cuda_stream=5)}
+    assert front((4,), ember.int64, dev)._storage._block.stream == 77
+    inference_used[0] = grad_state.inference = True
+    assert front((4,), ember.int64, dev)._storage.inference
+    grad_state.inference = False
+    assert not front((4,), ember.int64, dev)._storage.inference
+    assert calls == [] and alloc.active_blocks == 1  # (t: the other results are gone)
+
+    passed_on = [
+        (((2, 3), ember.float32, dev), {"zero": True}),
+        (((2, 3), ember.float32, dev, True), {}),
+        (((2, 3), ember.float32, dev, 0), {}),
+        (([2, 3], ember.float32, dev), {}),
+        (((5, 5), ember.float32, dev), {}),
+        (((2, 3), ember.float32, other), {}),
+        (((2, 3), "float32", dev), {}),
+        (((2, 3), ember.float32), {}),
+    ]
+    for args, kwargs in passed_on:
+        calls.clear()
+        assert front(*args, **kwargs) == "fallback" and calls == [(args, kwargs)], (args, kwargs)
+    shapes[(300,)] = ((1,), 300)  # 1200 bytes of float32 > the limit of 1000; 600 of bfloat16 are not
+    calls.clear()
+    assert front((300,), ember.float32, dev) == "fallback" and len(calls) == 1
+    assert front((300,), ember.bfloat16, dev)._storage._nbytes == 600 and len(calls) == 1
+    unknown = _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {}, {0: alloc}, streams_tls,
+                                      inference_used, grad_state, _storage.CudaStorage))
+    for change in ("driver", "device", "last_fn"):
+        calls.clear()
+        made = front
+        if change == "driver":
+            driver_tls.index = 1  # another device's context is current: the Python function makes dev's current
+        elif change == "device":
+            made = unknown  # a device not in the table yet
+        else:
+            last[1] = fallback  # new_empty_tensor last handed dev to another backend function
+        assert made((2, 3), ember.float32, dev) == "fallback" and len(calls) == 1, change
+        driver_tls.index = 0
+    last[1] = empty
+    with pytest.raises(TypeError):
+        front(([1],), ember.float32, dev)  # unhashable: the dict lookup's TypeError, as the Python function's
+    with pytest.raises(TypeError):
+        _C._device_empty_front((fallback, shapes))
+    with pytest.raises(TypeError):
+        _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {}, {}, streams_tls, inference_used,
+                                grad_state, object))
+    if _storage._EMPTY_FRONT is not None:  # the CUDA kernels allocate through it
+        from ember._cuda import _ops_pointwise, _ops_rows
+
+        assert _storage.new_empty is _ops_rows.new_empty_tensor is _ops_pointwise.new_empty_tensor
+        assert _storage.new_empty is not _storage._py_new_empty
+
+
 @_NATIVE
 def test_concurrent_launches_do_not_share_argument_buffers():
     """Each call packs its arguments on its own stack and calls the driver without the GIL: launches of

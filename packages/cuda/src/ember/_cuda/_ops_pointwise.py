@@ -17,7 +17,7 @@ from ember._src.tensor import Tensor
 
 from . import _exprs
 from ._elementwise import _INT31, _SHAPES, BIG, contiguous_info, launch, launch_linear, linear_plan
-from ._storage import new_contiguous
+from ._storage import new_empty as new_empty_tensor  # one C call per result (device_storage.cpp)
 from ._streams import current_handle
 
 _HALF = (dt.float16, dt.bfloat16)
@@ -68,7 +68,7 @@ def _binary_kernels(name: str, kind: str):
                 n = info[1]
                 if a._stride == info[0] and 0 < n < _INT31:
                     result, expr, spec, compute, plans = entry
-                    out = new_contiguous(a._shape, info[0], n, result, a._device)
+                    out = new_empty_tensor(a._shape, result, a._device)
                     pa = a._storage._ptr + a._offset * a.dtype.itemsize
                     if tb is Tensor:
                         arg = b._storage._ptr + b._offset * b.dtype.itemsize
@@ -171,7 +171,7 @@ def _unary_kernels(name: str, kind: str):
                 strides, n = contiguous_info(a._shape)
                 if a._stride == strides and 0 < n < _INT31:
                     result, expr, spec, compute = entry
-                    out = new_contiguous(a._shape, strides, n, result, a._device)
+                    out = new_empty_tensor(a._shape, result, a._device)
                     pa, al = _fast_args(a, n)
                     launch_linear(expr, spec, out, out._storage._ptr, [pa], n, al and not n & 15)
                     return out
