@@ -1141,7 +1141,9 @@ got = [lib.eye(3, device=dev)._version, lib.ones(3, device=dev)._version, lib.fu
        lib.bincount(lib.tensor([1], device=dev), p[:1])._version,
        lib.bincount(lib.tensor([], dtype=lib.int64, device=dev), minlength=2)._version, lib.histc(p, 4)._version,
        lib.histc(p.half(), 4, 0, 1)._version, lib.diag(p)._version, lib.diag_embed(p)._version,
-       lib.linspace(0, 1, 5, device=dev)._version, lib.logspace(0, 1, 3, device=dev)._version]
+       lib.linspace(0, 1, 5, device=dev)._version, lib.logspace(0, 1, 3, device=dev)._version,
+       lib.cat([p, p[:0], p], 0)._version, lib.stack([p, p], 1)._version,
+       lib.cat([lib.ones(2, 3, device=dev), lib.ones(2, 2, dtype=lib.float16, device=dev)], 1)._version]
 for name, args in [("bernoulli_", (p,)), ("bernoulli_", (0.5,)), ("exponential_", ()), ("geometric_", (0.5,)),
                    ("log_normal_", ()), ("cauchy_", ()), ("random_", (0, 5)), ("fill_", (1.0,))]:
     w = lib.empty(4, device=dev)
@@ -1154,7 +1156,7 @@ print(json.dumps(got))
 def test_fresh_cuda_results_start_at_version_zero_as_torch(tmp_path):
     """Factories and samplers on the fake CUDA host: a fresh result at _version 0 (full's fill, eye's
     diagonal, the samplers' stores into a factory's result, bincount's and histc's zero_ and index_add_,
-    diag's diagonal copy are below the counter), each in-place sampler
+    diag's diagonal copy, cat's copies into its slices are below the counter), each in-place sampler
     one write, as torch's (its CPU build: the counts do not depend on the device)."""
     import json
     import subprocess
