@@ -1107,6 +1107,40 @@ print(json.dumps({"dtypes": dtypes, "log": log, "cached": len(_ops_copy._CASTS)}
 """
 
 
+_BINARY = _RECORDED_HOST + r"""
+ember.manual_seed(0)
+x, y = ember.randn(4, 16).to("cuda"), ember.randn(4, 16).to("cuda")
+h, i = ember.randn(4, 16).to(ember.bfloat16).to("cuda"), ember.arange(64).to("cuda")
+z = ember.randn(33).to("cuda")[1:]  # contiguous, its start misaligned
+w = ember.randn(32).to("cuda")
+rounds = []
+for _ in range(2):  # the first call per dtype pair runs the general path (and caches its plan), the second the fast one
+    outs = [w + z, x + y, x * 2.0, h - h, i + 3, i * i, x[:, 1:] + y[:, 1:], z * 0.5]
+    rounds.append([[list(o.shape), str(o.dtype), o.stride()] for o in outs])
+    del outs  # (the second round's results reuse the first round's blocks: the same addresses)
+s = ember.cuda.Stream(_handle=0x5150)
+with ember.cuda.stream(s):
+    side = [x + y, x * 2.0]
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"rounds": rounds, "log": log}))
+"""
+
+
+@_NATIVE
+def test_binary_fast_path_launches_as_the_general_path(tmp_path):
+    """Same-shape binary ops (tensor-tensor, tensor-number; float32, bfloat16, int64; a misaligned start, a strided
+    pair that never takes the fast path) launch, once their plan is cached, what their first (general) call
+    launched: every argument byte, grid and stream; on a side stream, with that stream."""
+    (run,) = _fake_host_runs(tmp_path, _BINARY, [{}])
+    assert run["rounds"][0] == run["rounds"][1]
+    log = run["log"]
+    kernels = [entry for entry in log if entry[4] == 0]
+    half = len(kernels) // 2
+    assert half == 8 and len(kernels) == 2 * half
+    assert kernels[:half] == kernels[half:]
+    side = [entry for entry in log if entry[4] == 0x5150]
+    assert len(side) == 2 and [e[0] for e in side] == [e[0] for e in kernels[1:3]]
+
 @_NATIVE
 def test_inlined_casts_launch_as_launch_linear(tmp_path):
     """_to_copy's inlined contiguous cast (its plan cached per dtype pair) makes the launches (every argument
