@@ -12,9 +12,13 @@ the lent H200 machines' 16 virtual processors differ by up to 1.8x at times, fro
 next (NOTES.md, session 11): each row also gives ``host_cpu_ms`` (the thread's CPU time per step,
 median; ``best_host_cpu_ms`` and ``best_ms`` the fastest step's), ``cpus`` (the processors the step
 ran on) and ``cpu_speed_ms`` (a fixed pure-Python loop's time on that thread before and after the row:
-~12-13 ms on a fast processor there, ~21-23 on a slow one). ``--pin-fastest`` times the loop on every
-allowed processor before each row and keeps the stepping thread on the fastest (both frameworks
-alike; on those machines it does not stay the fastest for long).
+~12-13 ms on a fast processor there, ~21-23 on a slow one). ``host_cpu_ms`` includes the final
+``loss.item()``, where the driver spins while the GPU finishes (a primary context's default
+CU_CTX_SCHED_AUTO spins when the process has fewer contexts than processors): ``host_issue_ms`` is the
+thread's CPU time up to that read-back (the host's real work per step), ``wait_ms`` / ``wait_cpu_ms`` the
+read-back's wall and CPU time (a spin makes them equal; a step is host-bound when ``wait_ms`` is ~0).
+``--pin-fastest`` times the loop on every allowed processor before each row and keeps the stepping thread
+on the fastest (both frameworks alike; on those machines it does not stay the fastest for long).
 
     python benchmarks/bench_cuda_gpt2.py [--steps N] [--batch B] [--seq T] [--layers L] [--json out.json]
                                          [--modes default reduce-overhead] [--torch-compile]
@@ -113,7 +117,7 @@ def _run(fw, label, args, compiled, mode):
     g = fw.Generator().manual_seed(1) if hasattr(fw, "Generator") else None
     idx = fw.randint(0, 50257, (args.batch, args.seq + 1), generator=g).to(dev)
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
-    times, cpu_times, cpus, losses = [], [], set(), []
+    times, cpu_times, issue_times, wait_cpu, wait_wall, cpus, losses = [], [], [], [], [], set(), []
     speed = [cpu_speed_ms()]
     for i in range(args.warmup + args.steps):
         if dev == "cuda":
@@ -124,17 +128,25 @@ def _run(fw, label, args, compiled, mode):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        t1, c1 = time.perf_counter(), time.thread_time()
         losses.append(loss.item())  # synchronizes
         if i >= args.warmup:
-            times.append(time.perf_counter() - t0)
-            cpu_times.append(time.thread_time() - c0)
+            t2, c2 = time.perf_counter(), time.thread_time()
+            times.append(t2 - t0)
+            cpu_times.append(c2 - c0)
+            issue_times.append(c1 - c0)
+            wait_cpu.append(c2 - c1)
+            wait_wall.append(t2 - t1)
             cpus.add(current_cpu())
     speed.append(cpu_speed_ms())
     step = statistics.median(times)
     return {"name": label, "ms_per_step": round(step * 1e3, 1), "tokens_per_s": round(args.batch * args.seq / step),
             "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
             "best_ms": round(min(times) * 1e3, 1), "host_cpu_ms": round(statistics.median(cpu_times) * 1e3, 1),
-            "best_host_cpu_ms": round(min(cpu_times) * 1e3, 1), "cpus": sorted(cpus),
+            "best_host_cpu_ms": round(min(cpu_times) * 1e3, 1),
+            "host_issue_ms": round(statistics.median(issue_times) * 1e3, 1),
+            "wait_ms": round(statistics.median(wait_wall) * 1e3, 1),
+            "wait_cpu_ms": round(statistics.median(wait_cpu) * 1e3, 1), "cpus": sorted(cpus),
             "cpu_speed_ms": [round(v, 1) for v in speed]}
 
 
@@ -175,7 +187,8 @@ def main():
     for row in rows:
         print(f"{row['name']:34s} {row['ms_per_step']:>9} ms/step {row['tokens_per_s']:>9} tok/s  "
               f"loss {row['first_loss']} -> {row['last_loss']}  best step {row['best_ms']} ms, host CPU "
-              f"{row['host_cpu_ms']} ms/step (best {row['best_host_cpu_ms']}) on "
+              f"{row['host_cpu_ms']} ms/step (best {row['best_host_cpu_ms']}; issue {row['host_issue_ms']}, "
+              f"read-back wait {row['wait_ms']} ms wall / {row['wait_cpu_ms']} ms CPU) on "
               f"cpu {row['cpus']}, loop {row['cpu_speed_ms']} ms")
     print(f"ember eager / torch eager tokens/s: {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.3f}")
     if args.json:

@@ -369,6 +369,95 @@ def test_storage_fields_and_subclasses():
 
 
 
+@pytest.mark.skipif(not hasattr(_C, "_device_empty_front"), reason="the core was built without the native path")
+def test_native_new_empty_front_makes_the_python_functions_tensor_and_passes_the_rest_on():
+    """``_C._device_empty_front`` (``_storage.new_empty``'s common case in C): a fresh contiguous tensor with the
+    cached strides, the device object of the device table, a block of the device's allocator on the current stream
+    and the inference flag; every other call (keywords, zero, a shape not cached, another device than the last
+    ``new_empty_tensor`` one, a context to make current, an unknown device or dtype, a size over the limit) reaches
+    the Python function with its own arguments."""
+    import ember
+    from ember import _C
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev, other = ember.device("cuda", 0), ember.device("cuda", 1)
+    calls = []
+
+    def fallback(*args, **kwargs):
+        calls.append((args, kwargs))
+        return "fallback"
+
+    def empty(*args):  # the backend's `empty` last handed `dev` (device.LAST_EMPTY)
+        raise AssertionError("not called")
+
+    shapes = {(2, 3): ((3, 1), 6), (): ((), 1), (4,): ((1,), 4)}
+    last = [dev, empty]
+    driver_tls = SimpleNamespace(index=0)
+    streams_tls = SimpleNamespace(streams=None)
+    inference_used, grad_state = [False], SimpleNamespace(inference=False)
+    front = _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {0: dev}, {0: alloc},
+                                    streams_tls, inference_used, grad_state, _storage.CudaStorage))
+
+    t = front((2, 3), ember.float32, dev)
+    assert type(t) is ember.Tensor and t._device is dev and t.dtype is ember.float32
+    assert (t._shape, t._stride, t._offset, t._storage._nbytes, t._storage.inference) == ((2, 3), (3, 1), 0, 24, False)
+    assert type(t._storage) is _storage.CudaStorage and t._storage._block.stream == 0 and calls == []
+    assert front((), ember.bfloat16, dev, False)._storage._nbytes == 2
+    # a stream made current for the device (and one for another device), then inference mode
+    streams_tls.streams = {0: SimpleNamespace(cuda_stream=77), 1: SimpleNamespace(cuda_stream=5)}
+    assert front((4,), ember.int64, dev)._storage._block.stream == 77
+    inference_used[0] = grad_state.inference = True
+    assert front((4,), ember.int64, dev)._storage.inference
+    grad_state.inference = False
+    assert not front((4,), ember.int64, dev)._storage.inference
+    assert calls == [] and alloc.active_blocks == 1  # (t: the other results are gone)
+
+    passed_on = [
+        (((2, 3), ember.float32, dev), {"zero": True}),
+        (((2, 3), ember.float32, dev, True), {}),
+        (((2, 3), ember.float32, dev, 0), {}),
+        (([2, 3], ember.float32, dev), {}),
+        (((5, 5), ember.float32, dev), {}),
+        (((2, 3), ember.float32, other), {}),
+        (((2, 3), "float32", dev), {}),
+        (((2, 3), ember.float32), {}),
+    ]
+    for args, kwargs in passed_on:
+        calls.clear()
+        assert front(*args, **kwargs) == "fallback" and calls == [(args, kwargs)], (args, kwargs)
+    shapes[(300,)] = ((1,), 300)  # 1200 bytes of float32 > the limit of 1000; 600 of bfloat16 are not
+    calls.clear()
+    assert front((300,), ember.float32, dev) == "fallback" and len(calls) == 1
+    assert front((300,), ember.bfloat16, dev)._storage._nbytes == 600 and len(calls) == 1
+    unknown = _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {}, {0: alloc}, streams_tls,
+                                      inference_used, grad_state, _storage.CudaStorage))
+    for change in ("driver", "device", "last_fn"):
+        calls.clear()
+        made = front
+        if change == "driver":
+            driver_tls.index = 1  # another device's context is current: the Python function makes dev's current
+        elif change == "device":
+            made = unknown  # a device not in the table yet
+        else:
+            last[1] = fallback  # new_empty_tensor last handed dev to another backend function
+        assert made((2, 3), ember.float32, dev) == "fallback" and len(calls) == 1, change
+        driver_tls.index = 0
+    last[1] = empty
+    with pytest.raises(TypeError):
+        front(([1],), ember.float32, dev)  # unhashable: the dict lookup's TypeError, as the Python function's
+    with pytest.raises(TypeError):
+        _C._device_empty_front((fallback, shapes))
+    with pytest.raises(TypeError):
+        _C._device_empty_front((fallback, shapes, last, empty, 1000, driver_tls, {}, {}, streams_tls, inference_used,
+                                grad_state, object))
+    if _storage._EMPTY_FRONT is not None:  # the CUDA kernels allocate through it
+        from ember._cuda import _ops_pointwise, _ops_rows
+
+        assert _storage.new_empty is _ops_rows.new_empty_tensor is _ops_pointwise.new_empty_tensor
+        assert _storage.new_empty is not _storage._py_new_empty
+
+
 @_NATIVE
 def test_concurrent_launches_do_not_share_argument_buffers():
     """Each call packs its arguments on its own stack and calls the driver without the GIL: launches of
@@ -1018,6 +1107,40 @@ print(json.dumps({"dtypes": dtypes, "log": log, "cached": len(_ops_copy._CASTS)}
 """
 
 
+_BINARY = _RECORDED_HOST + r"""
+ember.manual_seed(0)
+x, y = ember.randn(4, 16).to("cuda"), ember.randn(4, 16).to("cuda")
+h, i = ember.randn(4, 16).to(ember.bfloat16).to("cuda"), ember.arange(64).to("cuda")
+z = ember.randn(33).to("cuda")[1:]  # contiguous, its start misaligned
+w = ember.randn(32).to("cuda")
+rounds = []
+for _ in range(2):  # the first call per dtype pair runs the general path (and caches its plan), the second the fast one
+    outs = [w + z, x + y, x * 2.0, h - h, i + 3, i * i, x[:, 1:] + y[:, 1:], z * 0.5]
+    rounds.append([[list(o.shape), str(o.dtype), o.stride()] for o in outs])
+    del outs  # (the second round's results reuse the first round's blocks: the same addresses)
+s = ember.cuda.Stream(_handle=0x5150)
+with ember.cuda.stream(s):
+    side = [x + y, x * 2.0]
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"rounds": rounds, "log": log}))
+"""
+
+
+@_NATIVE
+def test_binary_fast_path_launches_as_the_general_path(tmp_path):
+    """Same-shape binary ops (tensor-tensor, tensor-number; float32, bfloat16, int64; a misaligned start, a strided
+    pair that never takes the fast path) launch, once their plan is cached, what their first (general) call
+    launched: every argument byte, grid and stream; on a side stream, with that stream."""
+    (run,) = _fake_host_runs(tmp_path, _BINARY, [{}])
+    assert run["rounds"][0] == run["rounds"][1]
+    log = run["log"]
+    kernels = [entry for entry in log if entry[4] == 0]
+    half = len(kernels) // 2
+    assert half == 8 and len(kernels) == 2 * half
+    assert kernels[:half] == kernels[half:]
+    side = [entry for entry in log if entry[4] == 0x5150]
+    assert len(side) == 2 and [e[0] for e in side] == [e[0] for e in kernels[1:3]]
+
 @_NATIVE
 def test_inlined_casts_launch_as_launch_linear(tmp_path):
     """_to_copy's inlined contiguous cast (its plan cached per dtype pair) makes the launches (every argument
@@ -1052,7 +1175,9 @@ got = [lib.eye(3, device=dev)._version, lib.ones(3, device=dev)._version, lib.fu
        lib.bincount(lib.tensor([1], device=dev), p[:1])._version,
        lib.bincount(lib.tensor([], dtype=lib.int64, device=dev), minlength=2)._version, lib.histc(p, 4)._version,
        lib.histc(p.half(), 4, 0, 1)._version, lib.diag(p)._version, lib.diag_embed(p)._version,
-       lib.linspace(0, 1, 5, device=dev)._version, lib.logspace(0, 1, 3, device=dev)._version]
+       lib.linspace(0, 1, 5, device=dev)._version, lib.logspace(0, 1, 3, device=dev)._version,
+       lib.cat([p, p[:0], p], 0)._version, lib.stack([p, p], 1)._version,
+       lib.cat([lib.ones(2, 3, device=dev), lib.ones(2, 2, dtype=lib.float16, device=dev)], 1)._version]
 for name, args in [("bernoulli_", (p,)), ("bernoulli_", (0.5,)), ("exponential_", ()), ("geometric_", (0.5,)),
                    ("log_normal_", ()), ("cauchy_", ()), ("random_", (0, 5)), ("fill_", (1.0,))]:
     w = lib.empty(4, device=dev)
@@ -1065,7 +1190,7 @@ print(json.dumps(got))
 def test_fresh_cuda_results_start_at_version_zero_as_torch(tmp_path):
     """Factories and samplers on the fake CUDA host: a fresh result at _version 0 (full's fill, eye's
     diagonal, the samplers' stores into a factory's result, bincount's and histc's zero_ and index_add_,
-    diag's diagonal copy are below the counter), each in-place sampler
+    diag's diagonal copy, cat's copies into its slices are below the counter), each in-place sampler
     one write, as torch's (its CPU build: the counts do not depend on the device)."""
     import json
     import subprocess

@@ -399,6 +399,136 @@ PyObject* py_tensor_new(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) 
   return t;
 }
 
+// _device_empty_front(config): ember-cuda's `_storage.new_empty(shape, dtype, dev, zero=False)` as one C call, for
+// the common case that function makes `_device_tensor_new`'s call in (~850 results a GPT-2 step, where its Python
+// frame cost about as much as the allocation). `config` is a tuple of the objects that Python function reads:
+//   (fallback, shapes, last_empty, empty, max_nbytes, driver_tls, devices, allocators, streams_tls,
+//    inference_used, grad_state, storage_cls)
+// (the Python `new_empty` itself, `_elementwise._SHAPES` (shape -> (strides, numel)), `device.LAST_EMPTY`,
+// `_storage.empty`, `tensor._MAX_NBYTES`, `_driver._TLS`, `_storage._DEVICES`, `_storage._ALLOCATORS`,
+// `_streams._TLS`, `grad_mode.INFERENCE_USED`, `grad_mode.STATE`, `CudaStorage`). Every other case (keywords, a
+// true `zero`, a shape not seen, another device than the last `new_empty_tensor` one, a context to make current,
+// a device not yet known, an unknown dtype, a size over the limit) calls the fallback with the same arguments, so
+// the results and errors are the Python function's.
+enum EmptyConfig {
+  kFallback, kShapes, kLastEmpty, kEmptyFn, kMaxNbytes, kDriverTls, kDevices, kAllocators, kStreamsTls,
+  kInferenceUsed, kGradState, kStorageCls, kEmptyConfigSize
+};
+
+PyObject *s_index, *s_cuda_stream, *s_inference;
+
+// An owned reference released at scope exit (the many exits below).
+struct Owned {
+  PyObject* o;
+  explicit Owned(PyObject* p) : o(p) {}
+  ~Owned() { Py_XDECREF(o); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+};
+
+PyObject* empty_front_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* const* cfg = &PyTuple_GET_ITEM(self, 0);
+  auto fallback = [&]() { return PyObject_Vectorcall(cfg[kFallback], args, static_cast<size_t>(nargs), kwnames); };
+  if ((kwnames != nullptr && PyTuple_GET_SIZE(kwnames)) || nargs < 3 || nargs > 4 ||
+      (nargs == 4 && args[3] != Py_False) || !PyTuple_CheckExact(args[0]))
+    return fallback();
+  PyObject *shape = args[0], *dtype = args[1], *dev = args[2];
+  PyObject* last = cfg[kLastEmpty];
+  if (!PyList_CheckExact(last) || PyList_GET_SIZE(last) < 2 || PyList_GET_ITEM(last, 0) != dev ||
+      PyList_GET_ITEM(last, 1) != cfg[kEmptyFn])
+    return fallback();
+  PyObject* found = PyDict_GetItemWithError(cfg[kShapes], shape);
+  if (found == nullptr) {
+    if (PyErr_Occurred()) return nullptr;  // an unhashable shape: the Python function's TypeError
+    return fallback();
+  }
+  Py_INCREF(found);
+  Owned info(found);  // (held: the getters below run Python code)
+  int code = -1;
+  for (int i = 0; i < kNumDTypes && code < 0; ++i)
+    if (dtype_object(i) == dtype) code = i;
+  if (code < 0 || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) < 2) return fallback();
+  long long numel = PyLong_AsLongLong(PyTuple_GET_ITEM(found, 1));
+  long long limit = PyLong_AsLongLong(cfg[kMaxNbytes]);
+  if (numel == -1 || limit == -1) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    return fallback();
+  }
+  long long size = itemsize(static_cast<DType>(code));
+  if (numel < 0 || numel > limit / size) return fallback();
+  Owned index(PyObject_GetAttr(dev, s_index));
+  if (index.o == nullptr) return nullptr;
+  Owned current(PyObject_GetAttr(cfg[kDriverTls], s_index));  // the device whose context is current here
+  int same = current.o == nullptr ? -1 : PyObject_RichCompareBool(current.o, index.o, Py_EQ);
+  if (same < 0) return nullptr;
+  PyObject* device = same ? PyDict_GetItemWithError(cfg[kDevices], index.o) : nullptr;      // borrowed
+  PyObject* alloc = device ? PyDict_GetItemWithError(cfg[kAllocators], index.o) : nullptr;  // borrowed
+  if (alloc == nullptr) {
+    if (PyErr_Occurred()) return nullptr;
+    return fallback();  // a context to make current, or a device not known yet
+  }
+  // the current stream's handle (_streams.current_handle): 0 unless a stream was made current for this device
+  Owned streams(PyObject_GetAttr(cfg[kStreamsTls], s_streams));
+  if (streams.o == nullptr) return nullptr;
+  Owned stream(nullptr);
+  if (streams.o != Py_None) {
+    if (!PyDict_Check(streams.o)) return fallback();
+    PyObject* s = PyDict_GET_SIZE(streams.o) ? PyDict_GetItemWithError(streams.o, index.o) : nullptr;  // borrowed
+    if (s == nullptr && PyErr_Occurred()) return nullptr;
+    if (s != nullptr && s != Py_None) {
+      stream.o = PyObject_GetAttr(s, s_cuda_stream);
+      if (stream.o == nullptr) return nullptr;
+    }
+  }
+  if (stream.o == nullptr && (stream.o = PyLong_FromLong(0)) == nullptr) return nullptr;
+  // the inference flag, read (as the Python function does) only once inference mode was ever on
+  PyObject* inference = Py_False;
+  PyObject* used = cfg[kInferenceUsed];
+  if (PyList_CheckExact(used) && PyList_GET_SIZE(used)) {
+    int ever = PyObject_IsTrue(PyList_GET_ITEM(used, 0));
+    if (ever < 0) return nullptr;
+    if (ever) {
+      Owned flag(PyObject_GetAttr(cfg[kGradState], s_inference));
+      int on = flag.o == nullptr ? -1 : PyObject_IsTrue(flag.o);
+      if (on < 0) return nullptr;
+      inference = on ? Py_True : Py_False;
+    }
+  }
+  Owned nbytes(PyLong_FromLongLong(numel * size));
+  if (nbytes.o == nullptr) return nullptr;
+  PyObject* call[9] = {cfg[kStorageCls], alloc, nbytes.o, device, stream.o, inference, shape,
+                       PyTuple_GET_ITEM(found, 0), dtype};
+  return py_tensor_new(nullptr, call, 9);
+}
+
+PyMethodDef empty_front_def = {
+    "new_empty", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(empty_front_call)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "new_empty(shape, dtype, dev, zero=False): a fresh contiguous CUDA tensor (ember-cuda's _storage.new_empty, "
+    "its common case in C)."};
+
+PyObject* py_empty_front(PyObject*, PyObject* config) {
+  if (!PyTuple_CheckExact(config) || PyTuple_GET_SIZE(config) != kEmptyConfigSize) {
+    PyErr_SetString(PyExc_TypeError, "_device_empty_front(config): a tuple of 12 objects");
+    return nullptr;
+  }
+  PyObject* cls = PyTuple_GET_ITEM(config, kStorageCls);
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), &StorageType) ||
+      !PyCallable_Check(PyTuple_GET_ITEM(config, kFallback)) || !PyDict_Check(PyTuple_GET_ITEM(config, kShapes)) ||
+      !PyDict_Check(PyTuple_GET_ITEM(config, kDevices)) || !PyDict_Check(PyTuple_GET_ITEM(config, kAllocators))) {
+    PyErr_SetString(PyExc_TypeError, "_device_empty_front: a callable fallback, dicts of shapes, devices and "
+                                     "allocators, and a DeviceStorage class expected");
+    return nullptr;
+  }
+  if (s_index == nullptr) {
+    s_index = PyUnicode_InternFromString("index");
+    s_cuda_stream = PyUnicode_InternFromString("cuda_stream");
+    s_inference = PyUnicode_InternFromString("inference");
+    if (!s_index || !s_cuda_stream || !s_inference || !init_names()) return nullptr;
+  }
+  return PyCFunction_New(&empty_front_def, config);
+}
+
 PyObject* py_round_size(PyObject*, PyObject* args) {
   long long nbytes, divisions = 4;
   if (!PyArg_ParseTuple(args, "L|L", &nbytes, &divisions)) return nullptr;
@@ -416,6 +546,9 @@ PyMethodDef storage_methods[] = {
     {"_device_tensor_new", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(py_tensor_new)), METH_FASTCALL,
      "_device_tensor_new(cls, alloc, nbytes, device, stream, inference, shape, strides, dtype): a tensor of that "
      "layout over a new storage of class cls (as _device_storage_new) on device."},
+    {"_device_empty_front", py_empty_front, METH_O,
+     "_device_empty_front(config): ember-cuda's new_empty(shape, dtype, dev, zero=False) in C for its common case, "
+     "the rest through config[0] (the Python function); see device_storage.cpp for the config tuple."},
     {"_device_round_size", py_round_size, METH_VARARGS,
      "_device_round_size(nbytes, divisions=4): the size class the native allocation path uses."},
     {nullptr, nullptr, 0, nullptr}};

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
+from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._ops_copy import device_copy
 from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
@@ -24,11 +26,17 @@ def _cat(tensors, dim=0):
     if not parts or result.numel() == 0:
         return result
     d = dim % result.ndim
+    # Each input into its slice of the fresh result: the slice (narrow's view) made directly and written by
+    # copy_'s kernel (device_copy), without narrow's and copy_'s dispatch and checks (nothing can overlap a fresh
+    # result; the split backward of every attention layer's q, k, v comes here). copy_ also bumped the result's
+    # version once per input, where PyTorch's cat returns it at version 0.
+    storage, strides, step, device = result._storage, result._stride, result._stride[d], result._device
     offset = 0
     for t in parts:
         size = t._shape[d]
         if size:
-            result.narrow(d, offset, size).copy_(t)
+            piece = shape[:d] + (size,) + shape[d + 1:]
+            device_copy(make_tensor(storage, piece, strides, offset * step, dtype, device), t)
         offset += size
     return result
 

@@ -17,8 +17,8 @@ from ember._src.tensor import Tensor
 
 from . import _exprs
 from ._elementwise import _INT31, _SHAPES, BIG, contiguous_info, launch, launch_linear, linear_plan
-from ._storage import new_contiguous
-from ._streams import current_handle
+from ._storage import new_empty as new_empty_tensor  # one C call per result (device_storage.cpp)
+from ._streams import _TLS as _STREAMS_TLS
 
 _HALF = (dt.float16, dt.bfloat16)
 _NUMBER = (bool, int, float)
@@ -60,15 +60,19 @@ def _binary_kernels(name: str, kind: str):
 
     def kernel(a, b):
         if type(a) is Tensor:
+            # (each field read once into a local and the current stream read inline: this path is the per-op floor
+            # of every same-shape binary op, e.g. a 1-element add; addresses from the storage, not data_ptr(),
+            # which would run a capture's sync hook)
             tb = type(b)
             entry = fast.get((a.dtype, b.dtype if tb is Tensor else tb))
-            if entry is not None and (tb is not Tensor or (b._shape == a._shape and b._stride == a._stride and
-                                                           b._device is a._device)):
-                info = _SHAPES.get(a._shape) or contiguous_info(a._shape)
+            shape, device = a._shape, a._device
+            if entry is not None and (tb is not Tensor or (b._shape == shape and b._stride == a._stride and
+                                                           b._device is device)):
+                info = _SHAPES.get(shape) or contiguous_info(shape)
                 n = info[1]
                 if a._stride == info[0] and 0 < n < _INT31:
                     result, expr, spec, compute, plans = entry
-                    out = new_contiguous(a._shape, info[0], n, result, a._device)
+                    out = new_empty_tensor(shape, result, device)
                     pa = a._storage._ptr + a._offset * a.dtype.itemsize
                     if tb is Tensor:
                         arg = b._storage._ptr + b._offset * b.dtype.itemsize
@@ -78,10 +82,12 @@ def _binary_kernels(name: str, kind: str):
                         aligned = not ((pa | n) & 15)
                     plan = plans.get((aligned, n > BIG))
                     if plan is None:
-                        plan = plans[(aligned, n > BIG)] = linear_plan(expr, spec, result, aligned, n, a._device)
-                    index = a._device.index or 0
-                    plan[0](((n + plan[1] - 1) // plan[1], 1, 1), current_handle(index), out._storage._ptr, pa, arg,
-                            n)
+                        plan = plans[(aligned, n > BIG)] = linear_plan(expr, spec, result, aligned, n, device)
+                    streams = _STREAMS_TLS.streams  # current_handle(index)
+                    s = streams.get(device.index or 0) if streams else None
+                    block = plan[1]
+                    plan[0](((n + block - 1) // block, 1, 1), 0 if s is None else s.cuda_stream, out._storage._ptr,
+                            pa, arg, n)
                     return out
         _check_real(a, b)
         shape, promoted, result = pw._binary_result(a, b, kind, name)
@@ -171,7 +177,7 @@ def _unary_kernels(name: str, kind: str):
                 strides, n = contiguous_info(a._shape)
                 if a._stride == strides and 0 < n < _INT31:
                     result, expr, spec, compute = entry
-                    out = new_contiguous(a._shape, strides, n, result, a._device)
+                    out = new_empty_tensor(a._shape, result, a._device)
                     pa, al = _fast_args(a, n)
                     launch_linear(expr, spec, out, out._storage._ptr, [pa], n, al and not n & 15)
                     return out

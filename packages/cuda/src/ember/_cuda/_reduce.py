@@ -196,10 +196,10 @@ def reduce_flat(kind: str, x, n: int, dtype, acc, scale: float = 1.0):
     stream = current_handle(index)
     if n >= 2 * ROW_CONFIG["chunk"] and STRIDE_CONFIG["ppsm"]:
         partial = _strided_pass(kind, x, 1, n, acc, index, stream)
-        out = new_contiguous((), (), 1, dtype, x._device)
+        out = new_empty_tensor((), dtype, x._device)
         _rows(kind, partial, 1, partial._shape[1], out, acc, scale, index, stream)
         return out
-    out = new_contiguous((), (), 1, dtype, x._device)
+    out = new_empty_tensor((), dtype, x._device)
     _rows(kind, x, 1, n, out, acc, scale, index, stream)
     return out
 

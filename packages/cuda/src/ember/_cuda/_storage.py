@@ -177,9 +177,15 @@ def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
         device, alloc = _DEVICES[index], _ALLOCATORS[index]
     except KeyError:
         device, alloc = _device_and_allocator(index)
+    streams = _STREAMS_TLS.streams  # current_handle(index), inlined (one frame less per result)
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
     # The thread-local inference flag is read only once inference mode has ever been on.
-    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, current_handle(index),
-                           bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference))
+    inference = bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference)
+    if _TENSOR_NEW is not None and device is dev and type(shape) is tuple and type(strides) is tuple:
+        # storage and tensor in one native call (`empty`'s); the tensor's device is `dev` itself
+        return _TENSOR_NEW(CudaStorage, alloc, n * dtype.itemsize, device, stream, inference, shape, strides, dtype)
+    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, stream, inference)
     return _make_tensor(storage, shape, strides, 0, dtype, dev)
 
 
@@ -234,6 +240,15 @@ def new_empty(shape, dtype, dev, zero: bool = False):
     return _TENSOR_NEW(CudaStorage, alloc, nbytes, device, 0 if s is None else s.cuda_stream,
                        bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference), shape, info[0], dtype)
 
+
+
+_py_new_empty = new_empty
+_EMPTY_FRONT = getattr(_C, "_device_empty_front", None) if _TENSOR_NEW is not None else None
+if _EMPTY_FRONT is not None:
+    # new_empty's common case in one C call, without its Python frame (~850 results a GPT-2 step); anything else
+    # calls the Python function above with the same arguments (device_storage.cpp: the objects it reads)
+    new_empty = _EMPTY_FRONT((_py_new_empty, _SHAPES, _LAST_EMPTY, empty, _MAX_NBYTES, _TLS, _DEVICES, _ALLOCATORS,
+                              _STREAMS_TLS, _INFERENCE_USED, _grad_mode.STATE, CudaStorage))
 
 def wrapper_front(dev):
     """The native allocation front of a compiled wrapper on ``dev`` (the backend's ``wrapper_front``):
