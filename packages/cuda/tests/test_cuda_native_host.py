@@ -200,6 +200,10 @@ def _fake_host_runs(tmp_path, program: str, envs: list) -> list:
     """Runs ``program`` (it prints a JSON line last) once per environment on the fake CUDA host
     (benchmarks/host_cuda_fake.py), each in a fresh process; returns the parsed lines."""
     pytest.importorskip("triton")
+    # the programs' packages above tensor-core (absent when ember-cuda is tested alone)
+    for used, module in ((".nn.", "ember.nn"), (".optim.", "ember.optim"), ("ember.compile(", "ember.compiler")):
+        if used in program:
+            pytest.importorskip(module)
     import ember
 
     if ember.cuda.is_available():
