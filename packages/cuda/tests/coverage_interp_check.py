@@ -16,8 +16,10 @@ from fused_interp_check import _load  # noqa: E402
 
 import ember  # noqa: E402
 from ember._cuda import _ops_conv as oc  # noqa: E402
+from ember._cuda import _ops_depthwise as odw  # noqa: E402
 
 _KERNELS: dict = {}
+_DEPTHWISE_LAUNCHES: list = []
 
 
 def _to_torch(t):
@@ -47,7 +49,18 @@ def _run3(src, a, b, count, geo, index):
     b.copy_(ember.from_numpy(tb.numpy().copy()))
 
 
+def _launch(src, grid, args, consts, index, num_warps=4):
+    """_ops_depthwise._launch in the interpreter: ember's CPU tensors as torch tensors sharing their memory."""
+    name = {id(odw._FORWARD): "dw_forward", id(odw._INPUT_GRAD): "dw_input_grad",
+            id(odw._WEIGHT_GRAD): "dw_weight_grad"}[id(src)]
+    k = _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
+    _DEPTHWISE_LAUNCHES.append(name)
+    assert all(not hasattr(v, "data_ptr") or v.is_contiguous() for v in args.values())
+    k[grid](*(torch.from_numpy(v.numpy()) if hasattr(v, "data_ptr") else v for v in args.values()), **consts)
+
+
 oc._run = _run
+odw._launch = _launch
 oc._run3 = _run3
 oc._product = lambda a, b: ember.matmul(a, b)
 
@@ -62,6 +75,14 @@ CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transp
     ("conv_transpose1d", (2, 3, 6), (3, 4, 4), (3,), (1,), (1,), True, (2,), 1),
     ("conv3d", (2, 3, 5, 4, 6), (4, 3, 3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 2, 1), False, (0, 0, 0), 1),
     ("conv3d grouped", (1, 4, 4, 5, 3), (6, 2, 2, 3, 1), (1, 2, 1), (0, 1, 0), (2, 1, 1), False, (0, 0, 0), 2),
+    # depthwise (_ops_depthwise's direct kernels): channel multipliers 1-3, strides, padding, dilation, 1-d,
+    # non-square and 7x7 windows, positions in several splits of the weight gradient (2 * 24 * 24 > 4 blocks)
+    ("depthwise 3x3 s2", (2, 4, 9, 8), (4, 1, 3, 3), (2, 2), (1, 1), (1, 1), False, (0, 0), 4),
+    ("depthwise multiplier 2 dilated", (2, 3, 8, 9), (6, 1, 3, 2), (1, 2), (2, 0), (2, 1), False, (0, 0), 3),
+    ("depthwise multiplier 3 7x7", (1, 2, 11, 10), (6, 1, 7, 7), (1, 1), (3, 3), (1, 1), False, (0, 0), 2),
+    ("depthwise splits", (2, 3, 24, 24), (3, 1, 3, 3), (1, 1), (1, 1), (1, 1), False, (0, 0), 3),
+    ("depthwise 1x1 stride 3 no padding", (2, 2, 7, 7), (4, 1, 1, 1), (3, 3), (0, 0), (1, 1), False, (0, 0), 2),
+    ("depthwise conv1d", (2, 4, 13), (8, 1, 5), (2,), (2,), (1,), False, (0,), 4),
     ("conv_transpose3d", (2, 3, 3, 2, 4), (3, 2, 2, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1), True, (1, 0, 1), 1),
 ]
 
@@ -78,6 +99,7 @@ def check_convolutions():
         gout = torch.randn(ref.shape, generator=g)
         ref.backward(gout)
         ex, ew, eb = (ember.from_numpy(t.numpy().copy()) for t in (x, w, bias))
+        _DEPTHWISE_LAUNCHES.clear()
         got = oc._convolution(ex, ew, eb, stride, padding, dilation, transposed, outpad, groups)
         torch.testing.assert_close(_to_torch(got), ref.detach(), rtol=1e-5, atol=1e-5)
         assert got._version == 0, got._version
@@ -89,7 +111,34 @@ def check_convolutions():
                                               dilation, transposed, outpad, groups, [False, True, False])
         assert gi is None and gb is None
         torch.testing.assert_close(_to_torch(gw), wr.grad, rtol=1e-5, atol=1e-5)
+        depthwise = groups == xs[1] and not transposed and len(xs) < 5
+        # one launch each for the output, the two gradients, then the weight gradient alone
+        assert _DEPTHWISE_LAUNCHES == (["dw_forward", "dw_input_grad", "dw_weight_grad", "dw_weight_grad"]
+                                       if depthwise else []), (name, _DEPTHWISE_LAUNCHES)
         print("ok", name)
+
+
+def check_depthwise_float64():
+    """The depthwise kernels sum float64 data in float64 (1e-12 against torch), with and without a bias."""
+    g = torch.Generator().manual_seed(3)
+    for bias in (True, False):
+        x = torch.randn(2, 3, 10, 9, dtype=torch.float64, generator=g) * 100
+        w = torch.randn(6, 1, 3, 3, dtype=torch.float64, generator=g)
+        b = torch.randn(6, dtype=torch.float64, generator=g) if bias else None
+        xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+        ref = torch.nn.functional.conv2d(xr, wr, b, (2, 1), (1, 2), (1, 2), 3)
+        gout = torch.randn(ref.shape, dtype=torch.float64, generator=g)
+        ref.backward(gout)
+        ex, ew = ember.from_numpy(x.numpy().copy()), ember.from_numpy(w.numpy().copy())
+        eb = None if b is None else ember.from_numpy(b.numpy().copy())
+        got = oc._convolution(ex, ew, eb, (2, 1), (1, 2), (1, 2), False, (0, 0), 3)
+        assert got.dtype is ember.float64
+        torch.testing.assert_close(_to_torch(got), ref.detach(), rtol=1e-12, atol=1e-12)
+        gi, gw, _ = oc._convolution_backward(ember.from_numpy(gout.numpy().copy()), ex, ew, None, (2, 1), (1, 2),
+                                             (1, 2), False, (0, 0), 3, [True, True, False])
+        torch.testing.assert_close(_to_torch(gi), xr.grad, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(_to_torch(gw), wr.grad, rtol=1e-12, atol=1e-12)
+        print("ok depthwise float64, bias", bias)
 
 
 def check_integer_pow():
@@ -129,3 +178,4 @@ def k(a, b, out, s, n, SCALAR: tl.constexpr, BLOCK: tl.constexpr):
 if __name__ == "__main__":
     check_integer_pow()
     check_convolutions()
+    check_depthwise_float64()

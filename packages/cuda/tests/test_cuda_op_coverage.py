@@ -22,8 +22,9 @@ F = pytest.importorskip("ember.nn.functional")
 
 
 def test_convolutions_in_the_interpreter():
-    """1-d, 2-d and 3-d, plain and transposed, grouped (depthwise too), strided, padded, dilated convolutions
-    and their three gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter."""
+    """1-d, 2-d and 3-d, plain and transposed, grouped, strided, padded, dilated convolutions and their three
+    gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter; depthwise ones (channel
+    multipliers 1-3, 1-d too, float64) through _ops_depthwise's kernels, one launch per output and gradient."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     script = Path(__file__).with_name("coverage_interp_check.py")
@@ -33,7 +34,7 @@ def test_convolutions_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 13, done.stdout
+    assert done.stdout.count("ok") == 21, done.stdout
 
 
 _FAKE = r"""
@@ -90,6 +91,13 @@ for name, call in {"conv1d": lambda: F.conv1d(ember.ones(2, 4, 9, device="cuda")
                                                                   stride=2)}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape), str(r.dtype), r._version]
+# the depthwise kernels build for sm_90 in every floating dtype (forward, input and weight gradients)
+for dtype in (ember.float32, ember.float16, ember.bfloat16, ember.float64):
+    xd = ember.ones(2, 4, 9, 9, dtype=dtype, device="cuda", requires_grad=True)
+    wd = ember.ones(8, 1, 3, 3, dtype=dtype, device="cuda", requires_grad=True)
+    yd = F.conv2d(xd, wd, ember.ones(8, dtype=dtype, device="cuda"), stride=2, padding=1, groups=4)
+    yd.sum().backward()
+    out["depthwise " + str(dtype)] = [list(yd.shape), str(xd.grad.dtype), list(wd.grad.shape)]
 i = ember.tensor([1, 2, 3], dtype=ember.int32).cuda()
 out["int pow"] = [str(r.dtype) for r in (i ** i, i ** 2, 2 ** i, i.clone().pow_(3), i.square(),
                                          ember.tensor([True]).cuda().square())]
@@ -167,6 +175,8 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["conv_transpose2d"] == ["cuda", [1, 2, 8, 8], f32, 0]
     assert got["conv3d"] == ["cuda", [1, 3, 4, 5, 7], f32, 0]
     assert got["conv_transpose3d"] == ["cuda", [1, 4, 6, 6, 6], f32, 0]
+    for dtype in ("float32", "float16", "bfloat16", "float64"):
+        assert got["depthwise ember." + dtype] == [[2, 8, 5, 5], "ember." + dtype, [8, 1, 3, 3]]
     assert got["int pow"] == ["ember.int32"] * 5 + ["ember.int64"]
     for name, shape in (("isin scalar", [5]), ("isin scalar first", []), ("isin empty", [5]), ("vander", [5, 5]),
                         ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
@@ -244,6 +254,11 @@ CONV_CASES = [  # (input shape, weight shape, stride, padding, dilation, transpo
     ((2, 3, 11), (5, 3, 3), (2,), (1,), (1,), False, (0,), 1),
     ((2, 4, 12), (4, 2, 3), (1,), (2,), (2,), False, (0,), 2),
     ((2, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), False, (0, 0), 6),
+    # depthwise (_ops_depthwise): multipliers, strides, dilation, 7x7, 1-d, many positions (weight-grad splits)
+    ((2, 3, 10, 11), (6, 1, 3, 2), (2, 1), (1, 0), (1, 2), False, (0, 0), 3),
+    ((1, 4, 15, 13), (8, 1, 7, 7), (1, 1), (3, 3), (1, 1), False, (0, 0), 4),
+    ((4, 32, 56, 56), (32, 1, 3, 3), (2, 2), (1, 1), (1, 1), False, (0, 0), 32),
+    ((3, 5, 40), (10, 1, 5), (2,), (2,), (1,), False, (0,), 5),
     ((2, 4, 7, 6), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), False, (0, 0), 2),
     ((2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
     ((1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),

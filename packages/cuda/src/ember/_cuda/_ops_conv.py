@@ -6,9 +6,9 @@ backward: grad_input = col2im(W^T @ g[n]) (a gather over each input pixel's wind
           grad_weight = sum_n g[n] @ cols[n]^T;  grad_bias = g summed over (N, OH, OW).
 A transposed convolution is the plain one's input gradient (out = col2im(W^T @ x[n])), its
 backward the plain forward's products (grad_input = W @ im2col(g), grad_weight = x @ im2col(g)^T).
-A 1-d convolution runs as a 2-d one of height 1; groups run one after another (a launch or two per
-group: a depthwise convolution of many channels is slow); a 3-d one has its own im2col/col2im kernels
-(depth as one more window dimension).
+A 1-d convolution runs as a 2-d one of height 1; a depthwise one (groups == input channels, not transposed,
+1-d or 2-d) has direct kernels (``_ops_depthwise``); other groups run one after another (a launch or two per
+group); a 3-d one has its own im2col/col2im kernels (depth as one more window dimension).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ember._src.ops.nn import conv as cv
 from ember._src.tensor import make_view, new_empty_tensor
 
 from . import _compile
+from . import _ops_depthwise as depthwise
 from ._elementwise import HEADER, TRITON
 from ._ops_matmul import _product
 from ._streams import current_handle
@@ -296,6 +297,9 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
         return _convolution(x2, w2, bias, s2, p2, d2, transposed, op2, groups).squeeze(2)
     if groups == 1:
         return _forward(_contig(input), weight, bias, stride, padding, dilation, transposed, shape)
+    if depthwise.applies(input, weight, transposed, groups):
+        return depthwise.forward(_contig(input), _contig(weight), None if bias is None else _contig(bias), stride,
+                                 padding, dilation, shape)
     oc = shape[1] // groups
     part = (shape[0], oc) + tuple(shape[2:])
     out = new_empty_tensor(shape, input.dtype, input._device)
@@ -319,6 +323,10 @@ def _convolution_backward(grad_output, input, weight, bias_sizes, stride, paddin
     mask = (bool(output_mask[0]), bool(output_mask[1]))
     if groups == 1:
         gi, gw = _backward(g, _contig(input), weight, stride, padding, dilation, transposed, mask)
+    elif depthwise.applies(input, weight, transposed, groups):
+        x, w = _contig(input), _contig(weight)
+        gi = depthwise.input_grad(g, x, w, stride, padding, dilation) if mask[0] else None
+        gw = depthwise.weight_grad(g, x, w, stride, padding, dilation) if mask[1] else None
     else:
         oc = g._shape[1] // groups
         gi = new_empty_tensor(input._shape, input.dtype, input._device) if mask[0] else None
