@@ -125,6 +125,8 @@ out["factories out="] = outs
 bools = ember.tensor([True, False]).cuda()
 pr = ember.poisson(ember.full((2, 3), 4.0, device="cuda"))
 out["poisson"] = [pr.device.type, list(pr.shape), str(pr.dtype), pr._version]
+bn = ember.binomial(ember.full((2, 1), 4.0, device="cuda"), ember.full((3,), 0.0, device="cuda"))
+out["binomial"] = [bn.device.type, list(bn.shape), str(bn.dtype), bn._version]
 sg = ember._standard_gamma(ember.full((2, 3), 0.5, dtype=ember.float64, device="cuda"))
 out["_standard_gamma"] = [sg.device.type, list(sg.shape), str(sg.dtype)]
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
@@ -184,6 +186,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
         assert got[name] == ["cuda", shape], name
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
     assert got["poisson"] == ["cuda", [2, 3], "ember.float32", 0]
+    assert got["binomial"] == ["cuda", [2, 3], "ember.float32", 0]
     assert got["_standard_gamma"] == ["cuda", [2, 3], f64]
     assert got["factories out="] == [True] * 8  # out's device when none is named (they raised: device cpu)
     # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
@@ -195,7 +198,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["no cuda kernel"] == [
         "_fft_c2c", "_fft_c2r", "_fft_r2c", "_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward",
         "_scaled_dot_product_attention_math_backward", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
-        "_sparse_mm", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "polar"]
+        "_sparse_mm", "_to_sparse", "coalesce", "complex", "linalg_eig", "polar"]
 
 
 def _poisson_pmf(lam, k):
@@ -228,6 +231,74 @@ def test_poisson_sampler_distribution(lam):
     for bad in (-1.0, float("nan")):  # a NaN rate raises too, as torch's check
         with pytest.raises(RuntimeError, match="invalid Poisson rate"):
             _ops_samplers._poisson(ember.tensor([1.0, bad]))
+
+
+def _binomial_pmf(n, p, k):
+    from math import lgamma, log
+
+    return np.exp(np.array([lgamma(n + 1) - lgamma(v + 1) - lgamma(n - v + 1) for v in k]) + k * log(p)
+                  + (n - k) * log(1 - p))
+
+
+# (count, prob): inversion (count * p < 10, also for p > 1/2 through 1 - p), BTRS (from 10), at the switch
+BINOMIAL_CASES = [(10, 0.3), (100, 0.05), (25, 0.39), (30, 0.4), (100, 0.5), (1000, 0.9), (50, 0.97), (2000, 0.2)]
+
+
+def _binomial_chi2(x, n, p):
+    assert (x == np.floor(x)).all() and (x >= 0).all() and (x <= n).all()
+    sd = (n * p * (1 - p)) ** 0.5
+    ks = np.arange(max(0, int(n * p - 5 * sd)), min(n, int(n * p + 5 * sd) + 2) + 1)
+    expected = _binomial_pmf(n, p, ks) * x.size
+    keep = expected >= 20
+    observed = np.array([(x == k).sum() for k in ks])[keep]
+    expected = expected[keep]
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    dof = keep.sum() - 1
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)  # ~5 sigma of the chi-square's spread
+
+
+INF, NAN = float("inf"), float("nan")
+# the cases the CPU kernel decides before drawing: count <= 0 or p <= 0 -> 0, NaN count -> NaN, p >= 1 -> count,
+# NaN p -> NaN (in this order: a negative count with a NaN p is 0, a NaN count with p = 0 is 0)
+BINOMIAL_EDGES = ([INF, -1.0, 0.0, 5.0, NAN, NAN, 5.0, 5.0, -INF, INF, 3.0, -2.0, NAN, 4.0],
+                  [1.0, 0.5, 0.5, 0.0, 0.5, 0.0, NAN, 1.5, 0.5, 0.0, -0.2, NAN, 1.0, -INF])
+
+
+@pytest.mark.parametrize("case", BINOMIAL_CASES, ids=str)
+def test_binomial_sampler_distribution(case):
+    """The CUDA binomial (_ops_samplers._binomial: dispatched ops only, run here on CPU tensors): a chi-square
+    test of 20000 draws against the binomial pmf, through the inversion and BTRS, p above and below 1/2;
+    the CPU kernel's decided cases (NaN/negative counts, p outside (0, 1)), broadcasting and errors."""
+    from ember._cuda import _ops_samplers
+
+    n, p = case
+    g = ember.Generator().manual_seed(n)
+    for dtype in (ember.float64, ember.float32):
+        x = _ops_samplers._binomial(ember.full((20000,), float(n), dtype=dtype), ember.tensor(p, dtype=dtype), g)
+        assert x.dtype is dtype and tuple(x.shape) == (20000,)
+        _binomial_chi2(x.numpy().astype(np.float64), n, p)
+
+
+def test_binomial_sampler_edges():
+    from ember._cuda import _ops_samplers
+
+    for dtype in (ember.float32, ember.float64):
+        c, p = (ember.tensor(v, dtype=dtype) for v in BINOMIAL_EDGES)
+        np.testing.assert_array_equal(_ops_samplers._binomial(c, p).numpy(), ember.binomial(c, p).numpy())
+        # an infinite count with 0 < p < 1: NaN or inf, as the CPU kernel's BTRS formulas give
+        big = _ops_samplers._binomial(ember.full((200,), INF, dtype=dtype), ember.tensor([0.3, 0.8], dtype=dtype)
+                                      .repeat(100)).numpy()
+        assert (np.isnan(big) | (big == INF)).all()
+    got = _ops_samplers._binomial(ember.full((3, 1), 40.0), ember.tensor([0.0, 0.5, 1.0, 0.25]))
+    assert tuple(got.shape) == (3, 4) and (got[:, 0] == 0).all() and (got[:, 2] == 40).all()
+    assert ((got >= 0) & (got <= 40) & (got == got.floor())).all()
+    assert tuple(_ops_samplers._binomial(ember.ones(0, 3), ember.ones(3)).shape) == (0, 3)
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        _ops_samplers._binomial(ember.ones(3, dtype=ember.int64), ember.ones(3))
+    with pytest.raises(NotImplementedError, match="binomial_cpu"):
+        _ops_samplers._binomial(ember.ones(3, dtype=ember.float16), ember.ones(3, dtype=ember.float16))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        _ops_samplers._binomial(ember.ones(3), ember.ones(3, dtype=ember.float64))
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])
@@ -334,6 +405,28 @@ def test_poisson_on_cuda(lam):
     a = ember.poisson(rates[:100])
     ember.cuda.manual_seed(3)
     assert_same(a, ember.poisson(rates[:100]).cpu(), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("case", BINOMIAL_CASES, ids=str)
+def test_binomial_on_cuda(case):
+    """binomial on CUDA: 20000 draws against the pmf (chi-square), a fresh result, the CPU kernel's decided
+    cases, seeded reruns equal."""
+    n, p = case
+    ember.cuda.manual_seed(n)
+    for dtype in (ember.float32, ember.float64):
+        x = ember.binomial(ember.full((20000,), float(n), dtype=dtype, device="cuda"),
+                           ember.tensor(p, dtype=dtype, device="cuda"))
+        assert x.device.type == "cuda" and x.dtype is dtype and x._version == 0
+        _binomial_chi2(x.cpu().double().numpy(), n, p)
+        c, q = (ember.tensor(v, dtype=dtype) for v in BINOMIAL_EDGES)
+        np.testing.assert_array_equal(ember.binomial(c.cuda(), q.cuda()).cpu().numpy(), ember.binomial(c, q).numpy())
+    counts, probs = ember.full((100,), float(n), device="cuda"), ember.full((100,), p, device="cuda")
+    ember.cuda.manual_seed(3)
+    a = ember.binomial(counts, probs)
+    ember.cuda.manual_seed(3)
+    assert_same(a, ember.binomial(counts, probs).cpu(), rtol=0, atol=0)
 
 
 @pytest.mark.gpu
