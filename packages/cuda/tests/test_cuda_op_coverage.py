@@ -129,6 +129,14 @@ bn = ember.binomial(ember.full((2, 1), 4.0, device="cuda"), ember.full((3,), 0.0
 out["binomial"] = [bn.device.type, list(bn.shape), str(bn.dtype), bn._version]
 sg = ember._standard_gamma(ember.full((2, 3), 0.5, dtype=ember.float64, device="cuda"))
 out["_standard_gamma"] = [sg.device.type, list(sg.shape), str(sg.dtype)]
+# float64 attention takes the math path on CUDA; its backward the op (it had no CUDA kernel: the composite ran)
+backward_op = OPS["_scaled_dot_product_attention_math_backward"]
+calls = []
+kernel = backward_op.kernels["cuda"]
+backward_op.kernels["cuda"] = lambda *a: calls.append(1) or kernel(*a)
+qd = ember.ones(2, 4, 5, 8, dtype=ember.float64, device="cuda", requires_grad=True)
+F.scaled_dot_product_attention(qd, qd, qd, is_causal=True).sum().backward()
+out["sdpa f64 backward"] = [len(calls), list(qd.grad.shape), str(qd.grad.dtype)]
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
 for name, call in {"histogram": lambda: ember.histogram(x5, 3),
                    "histogramdd": lambda: ember.histogramdd(ember.ones(4, 2, device="cuda"), [2, 2])}.items():
@@ -184,6 +192,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
                         ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
                         ("lu_unpack data", [3, 3])):
         assert got[name] == ["cuda", shape], name
+    assert got["sdpa f64 backward"] == [1, [2, 4, 5, 8], f64]
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
     assert got["poisson"] == ["cuda", [2, 3], "ember.float32", 0]
     assert got["binomial"] == ["cuda", [2, 3], "ember.float32", 0]
@@ -197,7 +206,7 @@ def test_fake_host_ops_that_had_no_cuda_path():
     # sampler binomial. A new op without a CUDA kernel shows up here.
     assert got["no cuda kernel"] == [
         "_fft_c2c", "_fft_c2r", "_fft_r2c", "_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward",
-        "_scaled_dot_product_attention_math_backward", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
+        "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
         "_sparse_mm", "_to_sparse", "coalesce", "complex", "linalg_eig", "polar"]
 
 
@@ -299,6 +308,92 @@ def test_binomial_sampler_edges():
         _ops_samplers._binomial(ember.ones(3, dtype=ember.float16), ember.ones(3, dtype=ember.float16))
     with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         _ops_samplers._binomial(ember.ones(3), ember.ones(3, dtype=ember.float64))
+
+
+# (batch, heads, key heads, query rows, keys, width, value width, causal, mask, dtype)
+SDPA_BACKWARD_CASES = [
+    ((2,), 4, 4, 7, 9, 5, 6, False, None, "float32"),
+    ((2, 3), 4, 2, 6, 6, 4, 4, True, None, "float64"),  # grouped heads, two batch dims
+    ((1,), 2, 1, 5, 8, 3, 3, False, "bool", "float32"),
+    ((2,), 2, 2, 4, 5, 3, 2, True, "float", "float64"),  # causal and an additive mask
+    ((), 3, 3, 4, 4, 2, 2, False, "dead row", "float32"),  # a query row that sees no key: zero gradients
+    ((2,), 2, 2, 3, 0, 2, 2, False, None, "float32"),  # no keys
+]
+
+
+def _sdpa_backward_inputs(case, device="cpu"):
+    batch, h, hk, lq, s, e, ev, causal, mask, dtype = case
+    dtype = getattr(ember, dtype)
+    q, k, v, go = (rand(shape, dtype, seed=i).to(device) for i, shape in enumerate(
+        (batch + (h, lq, e), batch + (hk, s, e), batch + (hk, s, ev), batch + (h, lq, ev))))
+    m = None
+    if mask == "bool":
+        m = (rand((lq, s), ember.float32, seed=7) > 0.3).to(device)
+    elif mask == "float":
+        m = rand((h, lq, s), dtype, seed=8).to(device)
+    elif mask == "dead row":
+        m = ember.ones(lq, s, dtype=ember.bool)
+        m[1] = False
+        m = m.to(device)
+    return go, q, k, v, m, causal
+
+
+@pytest.mark.parametrize("case", SDPA_BACKWARD_CASES, ids=str)
+def test_sdpa_math_backward_composite_matches_cpu_kernel(case, monkeypatch):
+    """The CUDA _scaled_dot_product_attention_math_backward (_ops_attention_math: dispatched ops, run here on
+    CPU tensors) equals the CPU kernel: grouped heads, causal, bool/additive masks, a row seeing no key, no keys;
+    in one block of query rows and in blocks of one row (the key/value gradients summed over blocks)."""
+    from ember._cuda import _ops_attention_math as am
+    from ember._src.dispatch import OPS
+
+    go, q, k, v, m, causal = _sdpa_backward_inputs(case)
+    want = OPS["_scaled_dot_product_attention_math_backward"].kernels["cpu"](go, q, k, v, m, causal, 0.37)
+    for block in (1 << 26, 1):
+        monkeypatch.setattr(am, "_BLOCK_SCORES", block)
+        got = am.sdpa_math_backward(go, q, k, v, m, causal, 0.37)
+        for a, b in zip(got, want):
+            assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+            assert not np.isnan(a.numpy()).any()
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_math_backward_errors_as_the_cpu_kernel():
+    from ember._cuda import _ops_attention_math as am
+
+    q, k = ember.ones(2, 3, 4, 5), ember.ones(2, 2, 4, 5)
+    for args, message in (((q, q, k, k), "key heads must divide query heads"),
+                          ((q, q, ember.ones(3, 3, 4, 5), q), "batch dims must match"),
+                          ((q, q, ember.ones(4, 5), q), "at least 3-D and of one rank")):
+        with pytest.raises(RuntimeError, match=message):
+            am.sdpa_math_backward(*args, None, False, 1.0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("case", SDPA_BACKWARD_CASES, ids=str)
+def test_sdpa_math_backward_on_cuda(case):
+    """The op on CUDA against the CPU kernel, and float64 attention's backward (the math path) through the
+    engine on CUDA against the CPU's."""
+    from ember._src.dispatch import OPS
+
+    op = OPS["_scaled_dot_product_attention_math_backward"]
+    args = _sdpa_backward_inputs(case)
+    got = op(*(t.cuda() if isinstance(t, ember.Tensor) else t for t in args[:5]), args[5], 0.37)
+    for a, b in zip(got, op(*args[:6], 0.37)):
+        assert a.device.type == "cuda"
+        assert_same(a, b, b.dtype, rtol=1e-5, atol=1e-5)
+    go, q, k, v, m, causal = args
+    if (m is not None and causal) or k.shape[-2] == 0:
+        return  # (the math path refuses a mask with is_causal, as PyTorch's)
+    grads = []
+    for dev in ("cpu", "cuda"):
+        qd, kd, vd = (t.double().to(dev).requires_grad_() for t in (q, k, v))
+        y = F.scaled_dot_product_attention(qd, kd, vd, None if m is None else m.to(dev), is_causal=causal,
+                                           enable_gqa=k.shape[-3] != q.shape[-3])
+        y.backward(go.double().to(dev))
+        grads.append((qd.grad, kd.grad, vd.grad))
+    for a, b in zip(*grads):
+        assert_same(a, b, ember.float64, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])
