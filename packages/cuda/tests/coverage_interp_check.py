@@ -10,16 +10,21 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+from types import SimpleNamespace  # noqa: E402
+
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import triton.language as tl  # noqa: E402
 from fused_interp_check import _load  # noqa: E402
 
 import ember  # noqa: E402
 from ember._cuda import _ops_conv as oc  # noqa: E402
 from ember._cuda import _ops_depthwise as odw  # noqa: E402
+from ember._cuda import _ops_rnn as orn  # noqa: E402
 
 _KERNELS: dict = {}
 _DEPTHWISE_LAUNCHES: list = []
+_CELL_LAUNCHES: list = []
 
 
 def _to_torch(t):
@@ -50,17 +55,32 @@ def _run3(src, a, b, count, geo, index):
 
 
 def _launch(src, grid, args, consts, index, num_warps=4):
-    """_ops_depthwise._launch in the interpreter: ember's CPU tensors as torch tensors sharing their memory."""
+    """_compile.launch (the depthwise and recurrent-cell kernels') in the interpreter: ember's CPU tensors as
+    torch tensors sharing their memory."""
     name = {id(odw._FORWARD): "dw_forward", id(odw._INPUT_GRAD): "dw_input_grad",
-            id(odw._WEIGHT_GRAD): "dw_weight_grad"}[id(src)]
+            id(odw._WEIGHT_GRAD): "dw_weight_grad", id(orn._LSTM): "lstm", id(orn._LSTM_BACKWARD): "lstm_backward",
+            id(orn._GRU): "gru", id(orn._GRU_BACKWARD): "gru_backward"}[id(src)]
     k = _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
-    _DEPTHWISE_LAUNCHES.append(name)
+    k.fn.__globals__["libdevice"] = _LIBDEVICE  # (Triton's interpreter has no libdevice)
+    _DEPTHWISE_LAUNCHES.append(name) if name.startswith("dw_") else _CELL_LAUNCHES.append(name)
     assert all(not hasattr(v, "data_ptr") or v.is_contiguous() for v in args.values())
     k[grid](*(torch.from_numpy(v.numpy()) if hasattr(v, "data_ptr") else v for v in args.values()), **consts)
 
 
+def _numpy_unary(f):
+    """A libdevice function in the interpreter: NumPy's on the tensor's data (the kernels call exp, tanh)."""
+    from triton.runtime.interpreter import TensorHandle
+
+    def call(x):
+        return tl.core.tensor(TensorHandle(f(x.handle.data), x.handle.dtype.scalar), x.type)
+
+    return call
+
+
+_LIBDEVICE = SimpleNamespace(exp=_numpy_unary(np.exp), tanh=_numpy_unary(np.tanh))
+
 oc._run = _run
-odw._launch = _launch
+odw._compile.launch = _launch
 oc._run3 = _run3
 oc._product = lambda a, b: ember.matmul(a, b)
 
@@ -175,7 +195,46 @@ def k(a, b, out, s, n, SCALAR: tl.constexpr, BLOCK: tl.constexpr):
         print("ok integer pow", dtype)
 
 
+def check_recurrent_cells():
+    """The LSTM/GRU step ops' CUDA kernels (_ops_rnn, one launch each) against the CPU's native step ops:
+    float32 and float64, with and without the cell state's gradient, odd sizes (rows * hidden not a block)."""
+    ops = ember.ops
+    g = torch.Generator().manual_seed(5)
+
+    def r(*shape, dtype):
+        return ember.from_numpy((torch.randn(shape, generator=g, dtype=torch.float64) * 2).numpy()).to(dtype)
+
+    for dtype, tol in ((ember.float32, 1e-6), (ember.float64, 1e-13)):
+        for rows, h in ((3, 5), (7, 160)):
+            xg, hg, cp = r(rows, 4 * h, dtype=dtype), r(rows, 4 * h, dtype=dtype), r(rows, h, dtype=dtype)
+            dh, dc = r(rows, h, dtype=dtype), r(rows, h, dtype=dtype)
+            cases = [(orn.lstm_cell, "_lstm_cell_fused", (xg, hg, cp))]
+            acts, _, tanh_c, _ = ops["_lstm_cell_fused"](xg, hg, cp)
+            cases += [(orn.lstm_cell_backward, "_lstm_cell_fused_backward", (dh, dc, acts, cp, tanh_c)),
+                      (orn.lstm_cell_backward, "_lstm_cell_fused_backward", (dh, None, acts, cp, tanh_c))]
+            xg3, hg3 = r(rows, 3 * h, dtype=dtype), r(rows, 3 * h, dtype=dtype)
+            cases.append((orn.gru_cell, "_gru_cell_fused", (xg3, hg3, dh)))
+            rzn = ops["_gru_cell_fused"](xg3, hg3, dh)[1]
+            cases.append((orn.gru_cell_backward, "_gru_cell_fused_backward", (dc, rzn, hg3, dh)))
+            for fn, name, args in cases:
+                _CELL_LAUNCHES.clear()
+                got, want = fn(*args), ops[name](*args)
+                assert len(_CELL_LAUNCHES) == 1, _CELL_LAUNCHES
+                assert len(got) == len(want)
+                for a, b in zip(got, want):
+                    assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape), (name, a.shape, b.shape)
+                    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol, err_msg=name)
+        print("ok recurrent cells", dtype)
+    try:
+        orn.lstm_cell(r(2, 8, dtype=ember.float32), r(2, 8, dtype=ember.float32), r(2, 3, dtype=ember.float32))
+    except RuntimeError as e:
+        assert "c_prev: expected shape [2, 2]" in str(e), e
+    else:
+        raise AssertionError("no error for a c_prev of the wrong width")
+
+
 if __name__ == "__main__":
     check_integer_pow()
     check_convolutions()
     check_depthwise_float64()
+    check_recurrent_cells()

@@ -17,8 +17,7 @@ from ember._src import dtypes as dt
 from ember._src.tensor import new_empty_tensor
 
 from . import _compile
-from ._elementwise import HEADER, TRITON
-from ._streams import current_handle
+from ._elementwise import HEADER
 
 _FORWARD = HEADER + '''
 @triton.jit
@@ -110,15 +109,6 @@ def applies(input, weight, transposed, groups) -> bool:
     return not transposed and weight.ndim == 4 and groups > 1 and groups == input._shape[1]
 
 
-def _launch(src, grid, args: dict, consts: dict, index, num_warps=4):
-    """Builds (or takes from the cache) the kernel of ``src`` for these arguments' types and launches it;
-    tensors go as pointers, ints as i64."""
-    sig = {k: ("*" + TRITON[v.dtype]) if hasattr(v, "data_ptr") else "i64" for k, v in args.items()}
-    sig.update({k: "constexpr" for k in consts})  # (every constexpr named: a signature's build takes no default)
-    launcher = _compile.kernel(src, "k", sig, consts, (), num_warps, 1, index)
-    launcher(grid, current_handle(index), *(v.data_ptr() if hasattr(v, "data_ptr") else v for v in args.values()))
-
-
 def _geometry(x, weight, stride, padding, dilation):
     n, c, h, w = x._shape
     oc, _, kh, kw = weight._shape
@@ -138,7 +128,7 @@ def forward(x, weight, bias, stride, padding, dilation, shape):
         n, oh, ow, kh, kw, ints = _geometry(x, weight, stride, padding, dilation)
         args = {"x": x, "w": weight, "bias": x if bias is None else bias, "out": out, "n": count, **ints}
         consts = {"KH": kh, "KW": kw, "HAS_BIAS": bias is not None, "F64": x.dtype is dt.float64, "BLOCK": 512}
-        _launch(_FORWARD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
+        _compile.launch(_FORWARD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
     return out
 
 
@@ -151,7 +141,7 @@ def input_grad(g, x, weight, stride, padding, dilation):
             return gi.zero_()
         args = {"g": g, "w": weight, "gi": gi, "n": count, **ints}
         consts = {"KH": kh, "KW": kw, "F64": x.dtype is dt.float64, "BLOCK": 512}
-        _launch(_INPUT_GRAD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
+        _compile.launch(_INPUT_GRAD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
     return gi
 
 
@@ -171,6 +161,6 @@ def weight_grad(g, x, weight, stride, padding, dilation):
     part = new_empty_tensor((splits, oc, kh * kw), acc, x._device)
     args = {"g": g, "x": x, "part": part, "P": positions, "CHUNK": chunk, **ints}
     consts = {"KH": kh, "KW": kw, "TAPS": taps, "F64": acc is dt.float64, "BLOCK": block}
-    _launch(_WEIGHT_GRAD, (oc, splits, 1), args, consts, x._device.index or 0, 8 if taps * block > 4096 else 4)
+    _compile.launch(_WEIGHT_GRAD, (oc, splits, 1), args, consts, x._device.index or 0, 8 if taps * block > 4096 else 4)
     gw = part.sum(0) if splits > 1 else part.view(oc, kh * kw)
     return gw.to(weight.dtype).view(weight._shape)
