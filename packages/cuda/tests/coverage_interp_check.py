@@ -31,38 +31,19 @@ def _to_torch(t):
     return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
 
 
-def _kernel(src):
-    name = {id(oc._IM2COL): "im2col", id(oc._COL2IM): "col2im", id(oc._IM2COL3): "im2col3",
-            id(oc._COL2IM3): "col2im3"}[id(src)]
-    return _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
-
-
-def _run(src, a, b, count, geo, index):
-    """_ops_conv._run with the kernel in the interpreter on torch copies of the (CPU) operands."""
-    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
-    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, h, w, oh, ow, sh, sw, ph, pw, dh, dw, KH=kh, KW=kw,
-                                      BLOCK=256)
-    b.copy_(ember.from_numpy(tb.numpy().copy()))
-
-
-def _run3(src, a, b, count, geo, index):
-    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
-    ta, tb = _to_torch(a), torch.empty(tuple(b.shape), dtype=torch.float32)
-    _kernel(src)[(-(-count // 256),)](ta, tb, count, c, d, h, w, od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw,
-                                      KD=kd, KH=kh, KW=kw, BLOCK=256)
-    b.copy_(ember.from_numpy(tb.numpy().copy()))
-
-
 def _launch(src, grid, args, consts, index, num_warps=4):
-    """_compile.launch (the depthwise and recurrent-cell kernels') in the interpreter: ember's CPU tensors as
+    """_compile.launch (the convolutions' and recurrent cells' kernels) in the interpreter: ember's CPU tensors as
     torch tensors sharing their memory."""
-    name = {id(odw._FORWARD): "dw_forward", id(odw._INPUT_GRAD): "dw_input_grad",
+    name = {id(oc._IM2COL): "im2col", id(oc._COL2IM): "col2im", id(oc._IM2COL3): "im2col3",
+            id(oc._COL2IM3): "col2im3", id(odw._FORWARD): "dw_forward", id(odw._INPUT_GRAD): "dw_input_grad",
             id(odw._WEIGHT_GRAD): "dw_weight_grad", id(orn._LSTM): "lstm", id(orn._LSTM_BACKWARD): "lstm_backward",
             id(orn._GRU): "gru", id(orn._GRU_BACKWARD): "gru_backward"}[id(src)]
     k = _KERNELS.get(name) or _KERNELS.setdefault(name, _load(src, f"ember_conv_{name}_interp"))
     k.fn.__globals__["libdevice"] = _LIBDEVICE  # (Triton's interpreter has no libdevice)
-    _DEPTHWISE_LAUNCHES.append(name) if name.startswith("dw_") else _CELL_LAUNCHES.append(name)
+    if name.startswith("dw_"):
+        _DEPTHWISE_LAUNCHES.append(name)
+    elif name in ("lstm", "lstm_backward", "gru", "gru_backward"):
+        _CELL_LAUNCHES.append(name)
     assert all(not hasattr(v, "data_ptr") or v.is_contiguous() for v in args.values())
     k[grid](*(torch.from_numpy(v.numpy()) if hasattr(v, "data_ptr") else v for v in args.values()), **consts)
 
@@ -79,9 +60,7 @@ def _numpy_unary(f):
 
 _LIBDEVICE = SimpleNamespace(exp=_numpy_unary(np.exp), tanh=_numpy_unary(np.tanh))
 
-oc._run = _run
 odw._compile.launch = _launch
-oc._run3 = _run3
 oc._product = lambda a, b: ember.matmul(a, b)
 
 CASES = [  # (name, input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups)
