@@ -212,8 +212,57 @@ def check_recurrent_cells():
         raise AssertionError("no error for a c_prev of the wrong width")
 
 
+def check_recurrent_layers():
+    """_lstm_layer / _gru_layer and their backward on CUDA (_ops_rnn: cuBLAS products and the cell kernels, here
+    CPU matmuls and the interpreter) against the CPU's C++ layer ops: unpacked and packed steps, forward and
+    reversed, LSTM with and without a projection, GRU with and without b_hh, some output gradients absent."""
+    from ember._src.dispatch import OPS
+
+    g = torch.Generator().manual_seed(11)
+
+    def r(*shape, dtype):
+        return ember.from_numpy(torch.randn(shape, generator=g, dtype=torch.float64).numpy()).to(dtype)
+
+    cpu = {name: OPS[name].kernels["cpu"] for name in ("_lstm_layer", "_lstm_layer_backward", "_gru_layer",
+                                                         "_gru_layer_backward")}
+    for dtype, tol in ((ember.float32, 2e-5), (ember.float64, 1e-12)):
+        for sizes, reverse in (([], False), ([], True), ([3, 3, 2, 1], False), ([3, 3, 2, 1], True)):
+            batch, hidden, proj = 3, 4, 2
+            rows = sum(sizes) if sizes else 5 * batch
+            for w_hr in (None, r(proj, hidden, dtype=dtype)):
+                p = proj if w_hr is not None else hidden
+                args = (r(rows, 4 * hidden, dtype=dtype), r(batch, p, dtype=dtype), r(batch, hidden, dtype=dtype),
+                        r(4 * hidden, p, dtype=dtype), w_hr, sizes, reverse)
+                got, want = orn.lstm_layer(*args), cpu["_lstm_layer"](*args)
+                _same(got, want, tol, "lstm")
+                out, _, _, acts, cs, tanh_cs, ms = want
+                for grads in ((r(rows, p, dtype=dtype), r(batch, p, dtype=dtype), r(batch, hidden, dtype=dtype)),
+                              (r(rows, p, dtype=dtype), None, None), (None, r(batch, p, dtype=dtype), None)):
+                    bargs = (*grads, acts, cs, tanh_cs, ms, out, args[1], args[2], args[3], w_hr, sizes, reverse)
+                    _same(orn.lstm_layer_backward(*bargs), cpu["_lstm_layer_backward"](*bargs), tol, "lstm bwd")
+            for b_hh in (None, r(3 * hidden, dtype=dtype)):
+                args = (r(rows, 3 * hidden, dtype=dtype), r(batch, hidden, dtype=dtype),
+                        r(3 * hidden, hidden, dtype=dtype), b_hh, sizes, reverse)
+                got, want = orn.gru_layer(*args), cpu["_gru_layer"](*args)
+                _same(got, want, tol, "gru")
+                out, _, rzn, ghn = want
+                for grads in ((r(rows, hidden, dtype=dtype), r(batch, hidden, dtype=dtype)),
+                              (None, r(batch, hidden, dtype=dtype)), (r(rows, hidden, dtype=dtype), None)):
+                    bargs = (*grads, rzn, ghn, out, args[1], args[2], b_hh is not None, sizes, reverse)
+                    _same(orn.gru_layer_backward(*bargs), cpu["_gru_layer_backward"](*bargs), tol, "gru bwd")
+        print("ok recurrent layers", dtype)
+
+
+def _same(got, want, tol, name):
+    assert len(got) == len(want), name
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape), (name, i, a.shape, b.shape)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol, err_msg=f"{name} output {i}")
+
+
 if __name__ == "__main__":
     check_integer_pow()
     check_convolutions()
     check_depthwise_float64()
     check_recurrent_cells()
+    check_recurrent_layers()

@@ -38,6 +38,12 @@ def load(cubin, meta, kinds, device):
     return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
 
 _compile.load = load
+from ember._src.dispatch import OPS
+ember.ones(1, device="cuda")  # (the plugin registers its kernels at the first CUDA call)
+called = set()
+for name in ("_lstm_layer", "_lstm_layer_backward", "_gru_layer", "_gru_layer_backward"):
+    kernel = OPS[name].kernels["cuda"]
+    OPS[name].kernels["cuda"] = lambda *a, kernel=kernel, name=name: called.add(name) or kernel(*a)
 out = {}
 for mode in ("LSTM", "GRU"):
     for dtype in (ember.float32, ember.bfloat16, ember.float16, ember.float64):
@@ -51,12 +57,14 @@ for mode in ("LSTM", "GRU"):
             (y * y).sum().backward()
             counts.append([fwd, len(_C._device_launch_log())])
         out[mode + " " + str(dtype)] = [counts[2][0] - counts[1][0], counts[2][1] - counts[1][1]]
+out["layer ops"] = sorted(called)
 print(json.dumps(out))
 """
 
 
 def test_recurrent_steps_launch_one_kernel_each_on_the_fake_host():
-    """nn.LSTM / nn.GRU on CUDA: each further time step adds one Triton launch to the forward (the cell; the
+    """nn.LSTM / nn.GRU on CUDA run the layer ops (_lstm_layer, _gru_layer and their backward: CUDA kernels since
+    session 19); each further time step adds one Triton launch to the forward (the cell; the
     hidden product is cuBLAS) and two to the backward (the cell's backward and nn's addition of the output's
     gradient to the state's), in every floating dtype (the kernels build for sm_90). float64's GRU forward has
     one more: its addmm with b_hh broadcasts the bias by a copy (no cuBLASLt bias epilogue for float64). The
@@ -72,6 +80,7 @@ def test_recurrent_steps_launch_one_kernel_each_on_the_fake_host():
     want = {f"{mode} ember.{dtype}": [1, 2] for mode in ("LSTM", "GRU")
             for dtype in ("float32", "bfloat16", "float16", "float64")}
     want["GRU ember.float64"] = [2, 2]
+    want["layer ops"] = ["_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward"]
     assert got == want, got
 
 
