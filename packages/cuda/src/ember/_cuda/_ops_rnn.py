@@ -60,7 +60,8 @@ def k(x, hg, cp, acts, c, tc, h, n, H, F64: tl.constexpr, BLOCK: tl.constexpr):
 
 _LSTM_BACKWARD = _PRELUDE + '''
 @triton.jit
-def k(dh, dc, acts, cp, tc, dg, dcp, n, H, HAS_DC: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+def k(dh, go, dc, acts, cp, tc, dg, dcp, n, H, HAS_GO: tl.constexpr, HAS_DC: tl.constexpr, F64: tl.constexpr,
+      BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     g = offs // H * (4 * H) + offs % H
@@ -69,6 +70,8 @@ def k(dh, dc, acts, cp, tc, dg, dcp, n, H, HAS_DC: tl.constexpr, F64: tl.constex
     z = _at(acts, g + 2 * H, m, F64)
     o = _at(acts, g + 3 * H, m, F64)
     d = _at(dh, offs, m, F64)
+    if HAS_GO:  # the layer op's output gradient of these rows, added to the state's here (no launch of its own)
+        d += _at(go, offs, m, F64)
     t = _at(tc, offs, m, F64)
     dct = d * o * (1 - t * t)
     if HAS_DC:
@@ -102,7 +105,8 @@ def k(x, hg, hp, h, rzn, ghn, n, H, GHN: tl.constexpr, F64: tl.constexpr, BLOCK:
 
 _GRU_BACKWARD = _PRELUDE + '''
 @triton.jit
-def k(dh, rzn, hg, hp, dx, dgh, dhp, n, H, GHN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+def k(dh, go, rzn, hg, hp, dx, dgh, dhp, n, H, HAS_GO: tl.constexpr, GHN: tl.constexpr, F64: tl.constexpr,
+      BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     g = offs // H * (3 * H) + offs % H
@@ -110,6 +114,8 @@ def k(dh, rzn, hg, hp, dx, dgh, dhp, n, H, GHN: tl.constexpr, F64: tl.constexpr,
     z = _at(rzn, g + H, m, F64)
     nn = _at(rzn, g + 2 * H, m, F64)
     d = _at(dh, offs, m, F64)
+    if HAS_GO:
+        d += _at(go, offs, m, F64)
     dn = d * (1 - z) * (1 - nn * nn)
     # hg: the hidden gates (rows, 3H), or only their n block (rows, H) as the layer op saves it
     dr = dn * _at(hg, offs if GHN else g + 2 * H, m, F64) * r * (1 - r)
@@ -160,9 +166,10 @@ def lstm_cell(input_gates, hidden_gates, c_prev):
 def lstm_cell_backward(grad_h, grad_c, acts, c_prev, tanh_c):
     _CHECK["_lstm_cell_fused_backward"](*(_meta(t) for t in (grad_h, grad_c, acts, c_prev, tanh_c)))
     rows, hidden = acts._shape[0], acts._shape[1] // 4
-    return _run(_LSTM_BACKWARD, {"dh": grad_h, "dc": grad_h if grad_c is None else grad_c, "acts": acts,
-                                 "cp": c_prev, "tc": tanh_c},
-                {"dg": (rows, 4 * hidden), "dcp": (rows, hidden)}, rows, hidden, HAS_DC=grad_c is not None)
+    return _run(_LSTM_BACKWARD, {"dh": grad_h, "go": grad_h, "dc": grad_h if grad_c is None else grad_c,
+                                 "acts": acts, "cp": c_prev, "tc": tanh_c},
+                {"dg": (rows, 4 * hidden), "dcp": (rows, hidden)}, rows, hidden, HAS_GO=False,
+                HAS_DC=grad_c is not None)
 
 
 def gru_cell(input_gates, hidden_gates, h_prev):
@@ -175,8 +182,9 @@ def gru_cell(input_gates, hidden_gates, h_prev):
 def gru_cell_backward(grad_h, rzn, hidden_gates, h_prev):
     _CHECK["_gru_cell_fused_backward"](*(_meta(t) for t in (grad_h, rzn, hidden_gates, h_prev)))
     rows, hidden = grad_h._shape
-    return _run(_GRU_BACKWARD, {"dh": grad_h, "rzn": rzn, "hg": hidden_gates, "hp": h_prev},
-                {"dx": (rows, 3 * hidden), "dgh": (rows, 3 * hidden), "dhp": (rows, hidden)}, rows, hidden, GHN=False)
+    return _run(_GRU_BACKWARD, {"dh": grad_h, "go": grad_h, "rzn": rzn, "hg": hidden_gates, "hp": h_prev},
+                {"dx": (rows, 3 * hidden), "dgh": (rows, 3 * hidden), "dhp": (rows, hidden)}, rows, hidden,
+                HAS_GO=False, GHN=False)
 
 
 # -- whole layer directions: _lstm_layer / _gru_layer and their backward ------------------------------------
@@ -277,14 +285,15 @@ def lstm_layer_backward(grad_out, grad_h_n, grad_c_n, acts, cs, tanh_cs, ms, out
     for k in range(len(steps) - 1, -1, -1):
         off, b = steps[k]
         dh_k = _rows(dh, b)
-        if grad_out is not None:
-            dh_k = dh_k + grad_out.narrow(0, off, b)
-        if w_hr is not None:
-            d_out_h[k] = dh_k
-            dh_k = ember.mm(dh_k, w_hr)
-        _, dc_prev = _run(_LSTM_BACKWARD, {"dh": _contig(dh_k), "dc": _rows(dc, b), "acts": acts.narrow(0, off, b),
-                                           "cp": c_prevs[k], "tc": tanh_cs.narrow(0, off, b)},
-                          {"dg": d_gates.narrow(0, off, b), "dcp": (b, hidden)}, b, hidden, HAS_DC=True)
+        go = None if grad_out is None else grad_out.narrow(0, off, b)
+        if w_hr is not None:  # (the output gradient joins before the projection's product)
+            d_out_h[k] = dh_k = dh_k if go is None else dh_k + go
+            dh_k, go = ember.mm(dh_k, w_hr), None
+        _, dc_prev = _run(_LSTM_BACKWARD, {"dh": dh_k, "go": dh_k if go is None else go, "dc": _rows(dc, b),
+                                           "acts": acts.narrow(0, off, b), "cp": c_prevs[k],
+                                           "tc": tanh_cs.narrow(0, off, b)},
+                          {"dg": d_gates.narrow(0, off, b), "dcp": (b, hidden)}, b, hidden, HAS_GO=go is not None,
+                          HAS_DC=True)
         dh = _merge(ember.mm(d_gates.narrow(0, off, b), w_hh), dh, b)
         dc = _merge(dc_prev, dc, b)
     if steps:
@@ -338,12 +347,11 @@ def gru_layer_backward(grad_out, grad_h_n, rzn, ghn, out, h0, w_hh, has_bias, ba
     for k in range(len(steps) - 1, -1, -1):
         off, b = steps[k]
         dh_k = _rows(dh, b)
-        if grad_out is not None:
-            dh_k = dh_k + grad_out.narrow(0, off, b)
-        _, _, through = _run(_GRU_BACKWARD, {"dh": _contig(dh_k), "rzn": rzn.narrow(0, off, b),
+        go = dh_k if grad_out is None else grad_out.narrow(0, off, b)
+        _, _, through = _run(_GRU_BACKWARD, {"dh": dh_k, "go": go, "rzn": rzn.narrow(0, off, b),
                                              "hg": ghn.narrow(0, off, b), "hp": h_prevs[k]},
                              {"dx": d_x.narrow(0, off, b), "dgh": d_gh.narrow(0, off, b), "dhp": (b, hidden)},
-                             b, hidden, GHN=True)
+                             b, hidden, HAS_GO=grad_out is not None, GHN=True)
         dh = _merge(ember.addmm(through, d_gh.narrow(0, off, b), w_hh), dh, b)
     if steps:
         grad_w_hh = ember.mm(d_gh.t(), _time_rows(h_prevs, steps))
