@@ -1,8 +1,9 @@
-"""Runs ember's CUDA integer power expression and its CUDA convolution (``_ops_conv``: 1-d, 2-d and 3-d, plain
-and transposed, grouped) on the CPU: the Triton code in Triton's interpreter and the convolution's GEMMs as CPU
-matmuls, on CPU tensors, against PyTorch's power, convolutions and their gradients (``python
-coverage_interp_check.py``; test_cuda_op_coverage.py starts it in a fresh process, since TRITON_INTERPRET must be
-set before Triton decorates the kernels). Prints one "ok" line per case."""
+"""Runs ember's CUDA integer power expression, its CUDA convolutions (``_ops_conv``: 1-d, 2-d and 3-d, plain
+and transposed, grouped; ``_ops_depthwise``'s direct kernels) and its recurrent step and layer ops (``_ops_rnn``)
+on the CPU: the Triton code in Triton's interpreter (libdevice's exp/tanh as NumPy's), the GEMMs as CPU matmuls, on
+CPU tensors, against PyTorch's power, convolutions and their gradients and the CPU's native recurrent ops
+(``python coverage_interp_check.py``; test_cuda_op_coverage.py starts it in a fresh process, since
+TRITON_INTERPRET must be set before Triton decorates the kernels). Prints one "ok" line per case."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Ops that had no CUDA path or failed on CUDA (issue 16, session 18): 1-d, grouped and transposed
 convolutions, the unary ops' scalar parameters by default and by keyword, linspace/logspace and the window
-functions on the device, the cross-entropy backward of huge scores. Checked without a GPU where possible
+functions on the device, the cross-entropy backward of huge scores; session 19: depthwise convolution kernels,
+binomial, the math attention backward (the recurrent layer ops: test_cuda_rnn.py). Checked without a GPU where possible
 (the convolution's kernels in Triton's interpreter, the rest on the fake host of benchmarks/host_cuda_fake.py),
 and on the GPU (marked ``gpu``) against the CPU kernels."""
 
