@@ -387,7 +387,7 @@ def test_sdpa_math_backward_on_cuda(case):
         return  # (the math path refuses a mask with is_causal, as PyTorch's)
     grads = []
     for dev in ("cpu", "cuda"):
-        qd, kd, vd = (t.double().to(dev).requires_grad_() for t in (q, k, v))
+        qd, kd, vd = (t.detach().double().to(dev).requires_grad_() for t in (q, k, v))
         y = F.scaled_dot_product_attention(qd, kd, vd, None if m is None else m.to(dev), is_causal=causal,
                                            enable_gqa=k.shape[-3] != q.shape[-3])
         y.backward(go.double().to(dev))
