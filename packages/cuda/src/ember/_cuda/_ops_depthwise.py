@@ -19,86 +19,92 @@ from ember._src.tensor import new_empty_tensor
 from . import _compile
 from ._elementwise import HEADER
 
+# Each program of the output and input-gradient kernels takes a [BH, BW] tile of one (image, channel) plane: its
+# indices come from the program ids and two aranges, no division per element (64-bit divisions by runtime sizes
+# would cost more instructions than the kernel's memory traffic takes time). The input gradient's strides are
+# constexprs: its division by the stride is then a shift (or nothing).
 _FORWARD = HEADER + '''
 @triton.jit
-def k(x, w, bias, out, n, C, H, W, OC, OH, OW, M, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      HAS_BIAS: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    oc = t % OC
-    bi = t // OC
-    base = (bi * C + oc // M) * H
-    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
+def k(x, w, bias, out, C, H, W, OC, OH, OW, M, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
+      HAS_BIAS: tl.constexpr, F64: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr):
+    plane = tl.program_id(0).to(tl.int64)  # image * OC + output channel
+    oc = plane % OC
+    bi = plane // OC
+    oh = tl.program_id(1) * BH + tl.arange(0, BH)[:, None]
+    ow = tl.program_id(2) * BW + tl.arange(0, BW)[None, :]
+    m = (oh < OH) & (ow < OW)
+    xp = x + (bi * C + oc // M) * H * W
+    wp = w + oc * (KH * KW)
+    acc = tl.zeros([BH, BW], tl.float64 if F64 else tl.float32)
     for kh in tl.static_range(KH):
         ih = oh * sh - ph + kh * dh
         okh = m & (ih >= 0) & (ih < H)
         for kw in tl.static_range(KW):
             iw = ow * sw - pw + kw * dw
-            ok = okh & (iw >= 0) & (iw < W)
-            v = tl.load(x + (base + ih) * W + iw, mask=ok, other=0).to(acc.dtype)
-            acc += v * tl.load(w + oc * (KH * KW) + (kh * KW + kw), mask=m, other=0).to(acc.dtype)
+            v = tl.load(xp + ih * W + iw, mask=okh & (iw >= 0) & (iw < W), other=0).to(acc.dtype)
+            acc += v * tl.load(wp + (kh * KW + kw)).to(acc.dtype)
     if HAS_BIAS:
-        acc += tl.load(bias + oc, mask=m, other=0).to(acc.dtype)
-    tl.store(out + offs, acc.to(out.dtype.element_ty), mask=m)
+        acc += tl.load(bias + oc).to(acc.dtype)
+    tl.store(out + plane * OH * OW + oh * OW + ow, acc.to(out.dtype.element_ty), mask=m)
 '''
 
 _INPUT_GRAD = HEADER + '''
 @triton.jit
-def k(g, w, gi, n, C, H, W, OC, OH, OW, M, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      F64: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    iw = offs % W
-    t = offs // W
-    ih = t % H
-    t = t // H
-    c = t % C
-    bi = t // C
-    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
-    for j in range(M):
+def k(g, w, gi, C, H, W, OC, OH, OW, M, ph, pw, dh, dw, SH: tl.constexpr, SW: tl.constexpr, KH: tl.constexpr,
+      KW: tl.constexpr, F64: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr):
+    plane = tl.program_id(0).to(tl.int64)  # image * C + input channel
+    c = plane % C
+    bi = plane // C
+    ih = tl.program_id(1) * BH + tl.arange(0, BH)[:, None]
+    iw = tl.program_id(2) * BW + tl.arange(0, BW)[None, :]
+    m = (ih < H) & (iw < W)
+    acc = tl.zeros([BH, BW], tl.float64 if F64 else tl.float32)
+    for j in range(M):  # the output channels this input channel feeds
         oc = c * M + j
-        base = (bi * OC + oc) * OH
+        gp = g + (bi * OC + oc) * OH * OW
+        wp = w + oc * (KH * KW)
         for kh in tl.static_range(KH):
             th = ih + ph - kh * dh
-            oh = tl.where(th >= 0, th, 0) // sh
-            okh = m & (th >= 0) & (th % sh == 0) & (oh < OH)
+            oh = tl.where(th >= 0, th, 0) // SH
+            okh = m & (th >= 0) & (th % SH == 0) & (oh < OH)
             for kw in tl.static_range(KW):
                 tw = iw + pw - kw * dw
-                ow = tl.where(tw >= 0, tw, 0) // sw
-                ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
-                v = tl.load(g + (base + oh) * OW + ow, mask=ok, other=0).to(acc.dtype)
-                acc += v * tl.load(w + oc * (KH * KW) + (kh * KW + kw), mask=m, other=0).to(acc.dtype)
-    tl.store(gi + offs, acc.to(gi.dtype.element_ty), mask=m)
+                ow = tl.where(tw >= 0, tw, 0) // SW
+                ok = okh & (tw >= 0) & (tw % SW == 0) & (ow < OW)
+                v = tl.load(gp + oh * OW + ow, mask=ok, other=0).to(acc.dtype)
+                acc += v * tl.load(wp + (kh * KW + kw)).to(acc.dtype)
+    tl.store(gi + plane * H * W + ih * W + iw, acc.to(gi.dtype.element_ty), mask=m)
 '''
 
+# The weight gradient: per output channel and split, units of BLOCK positions of one image's plane (unit u: image
+# u // SB, block u % SB: one scalar division per unit), a [taps, positions] tile of x times g summed over them.
 _WEIGHT_GRAD = HEADER + '''
 @triton.jit
-def k(g, x, part, P, CHUNK, C, H, W, OC, OH, OW, M, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      TAPS: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+def k(g, x, part, UNITS, CHUNK, SB, C, H, W, OC, OH, OW, M, sh, sw, ph, pw, dh, dw, KH: tl.constexpr,
+      KW: tl.constexpr, TAPS: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
     oc = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1).to(tl.int64)
     tap = tl.arange(0, TAPS)
     tap_ok = tap < KH * KW
     kh = (tap // KW)[:, None]
     kw = (tap % KW)[:, None]
-    lo = split * CHUNK
-    hi = tl.minimum(lo + CHUNK, P)
     c = oc // M
+    ow32 = OW.to(tl.int32)
+    plane = (OH * OW).to(tl.int32)
+    lo = split * CHUNK
+    hi = tl.minimum(lo + CHUNK, UNITS)
     acc = tl.zeros([TAPS, BLOCK], tl.float64 if F64 else tl.float32)
-    for start in range(lo, hi, BLOCK):
-        p = start + tl.arange(0, BLOCK)
-        mp = p < hi
-        s = p % (OH * OW)
-        bi = p // (OH * OW)
-        gv = tl.load(g + (bi * OC + oc) * (OH * OW) + s, mask=mp, other=0).to(acc.dtype)
-        ih = (s // OW * sh - ph)[None, :] + kh * dh
-        iw = (s % OW * sw - pw)[None, :] + kw * dw
-        ok = mp[None, :] & tap_ok[:, None] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        xv = tl.load(x + ((bi * C + c)[None, :] * H + ih) * W + iw, mask=ok, other=0).to(acc.dtype)
+    for u in range(lo, hi):
+        bi = u // SB
+        s = (u - bi * SB).to(tl.int32) * BLOCK + tl.arange(0, BLOCK)  # positions in the plane (int32 math)
+        ms = s < plane
+        oh = s // ow32
+        ow = s - oh * ow32
+        gv = tl.load(g + (bi * OC + oc) * plane + s, mask=ms, other=0).to(acc.dtype)
+        ih = (oh * sh - ph)[None, :] + kh * dh
+        iw = (ow * sw - pw)[None, :] + kw * dw
+        ok = ms[None, :] & tap_ok[:, None] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        xv = tl.load(x + (bi * C + c) * H * W + ih * W + iw, mask=ok, other=0).to(acc.dtype)
         acc += xv * gv[None, :]
     tl.store(part + (split * OC + oc) * (KH * KW) + tap, tl.sum(acc, 1), mask=tap_ok)
 '''
@@ -115,52 +121,63 @@ def _geometry(x, weight, stride, padding, dilation):
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
     ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    ints = {"C": c, "H": h, "W": w, "OC": oc, "OH": oh, "OW": ow, "M": oc // c, "sh": sh, "sw": sw, "ph": ph,
-            "pw": pw, "dh": dh, "dw": dw}
-    return n, oh, ow, kh, kw, ints
+    return n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw
+
+
+def _tile(rows, cols):
+    """A [BH, BW] tile of a plane: up to 64 wide, ~1024 elements."""
+    bw = min(64, 1 << max(0, (cols - 1).bit_length()))
+    bh = min(1 << max(0, (rows - 1).bit_length()), max(1, 1024 // bw))
+    return bh, bw
 
 
 def forward(x, weight, bias, stride, padding, dilation, shape):
     """The depthwise convolution of contiguous ``x`` into a fresh ``shape`` (bias added in the kernel)."""
     out = new_empty_tensor(shape, x.dtype, x._device)
-    count = out.numel()
-    if count:
-        n, oh, ow, kh, kw, ints = _geometry(x, weight, stride, padding, dilation)
-        args = {"x": x, "w": weight, "bias": x if bias is None else bias, "out": out, "n": count, **ints}
-        consts = {"KH": kh, "KW": kw, "HAS_BIAS": bias is not None, "F64": x.dtype is dt.float64, "BLOCK": 512}
-        _compile.launch(_FORWARD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
+    if out.numel():
+        n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = _geometry(x, weight, stride, padding, dilation)
+        bh, bw = _tile(oh, ow)
+        args = {"x": x, "w": weight, "bias": x if bias is None else bias, "out": out, "C": c, "H": h, "W": w,
+                "OC": oc, "OH": oh, "OW": ow, "M": oc // c, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh,
+                "dw": dw}
+        consts = {"KH": kh, "KW": kw, "HAS_BIAS": bias is not None, "F64": x.dtype is dt.float64, "BH": bh,
+                  "BW": bw}
+        _compile.launch(_FORWARD, (n * oc, -(-oh // bh), -(-ow // bw)), args, consts, x._device.index or 0)
     return out
 
 
 def input_grad(g, x, weight, stride, padding, dilation):
     gi = new_empty_tensor(x._shape, x.dtype, x._device)
-    count = gi.numel()
-    if count:
-        n, oh, ow, kh, kw, ints = _geometry(x, weight, stride, padding, dilation)
+    if gi.numel():
+        n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = _geometry(x, weight, stride, padding, dilation)
         if oh * ow == 0:
             return gi.zero_()
-        args = {"g": g, "w": weight, "gi": gi, "n": count, **ints}
-        consts = {"KH": kh, "KW": kw, "F64": x.dtype is dt.float64, "BLOCK": 512}
-        _compile.launch(_INPUT_GRAD, ((count + 511) // 512, 1, 1), args, consts, x._device.index or 0)
+        bh, bw = _tile(h, w)
+        args = {"g": g, "w": weight, "gi": gi, "C": c, "H": h, "W": w, "OC": oc, "OH": oh, "OW": ow, "M": oc // c,
+                "ph": ph, "pw": pw, "dh": dh, "dw": dw}
+        consts = {"SH": sh, "SW": sw, "KH": kh, "KW": kw, "F64": x.dtype is dt.float64, "BH": bh, "BW": bw}
+        _compile.launch(_INPUT_GRAD, (n * c, -(-h // bh), -(-w // bw)), args, consts, x._device.index or 0)
     return gi
 
 
 def weight_grad(g, x, weight, stride, padding, dilation):
-    n, oh, ow, kh, kw, ints = _geometry(x, weight, stride, padding, dilation)
-    oc, positions = weight._shape[0], n * oh * ow
-    if positions == 0 or oc == 0:
+    n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = _geometry(x, weight, stride, padding, dilation)
+    if n * oh * ow == 0 or oc == 0:
         return new_empty_tensor(weight._shape, weight.dtype, weight._device).zero_()
     taps = 1 << max(0, (kh * kw - 1).bit_length())
-    block = max(16, min(256, 4096 // taps))
-    # enough programs to fill the device (~2048), none with fewer than 4 blocks of positions
-    splits = max(1, min(-(-2048 // oc), -(-positions // (4 * block))))
-    per_split = (positions + splits - 1) // splits
-    chunk = (per_split + block - 1) // block * block
-    splits = -(-positions // chunk)
+    block = max(16, min(256, 4096 // taps, 1 << (oh * ow - 1).bit_length()))
+    blocks = -(-(oh * ow) // block)  # units of a plane
+    units = n * blocks
+    # enough programs to fill the device (~2048), none with fewer than 4 units
+    splits = max(1, min(-(-2048 // oc), -(-units // 4)))
+    chunk = -(-units // splits)
+    splits = -(-units // chunk)
     acc = dt.float64 if x.dtype is dt.float64 else dt.float32
     part = new_empty_tensor((splits, oc, kh * kw), acc, x._device)
-    args = {"g": g, "x": x, "part": part, "P": positions, "CHUNK": chunk, **ints}
+    args = {"g": g, "x": x, "part": part, "UNITS": units, "CHUNK": chunk, "SB": blocks, "C": c, "H": h, "W": w,
+            "OC": oc, "OH": oh, "OW": ow, "M": oc // c, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "dw": dw}
     consts = {"KH": kh, "KW": kw, "TAPS": taps, "F64": acc is dt.float64, "BLOCK": block}
-    _compile.launch(_WEIGHT_GRAD, (oc, splits, 1), args, consts, x._device.index or 0, 8 if taps * block > 4096 else 4)
+    _compile.launch(_WEIGHT_GRAD, (oc, splits, 1), args, consts, x._device.index or 0,
+                    8 if taps * block > 4096 else 4)
     gw = part.sum(0) if splits > 1 else part.view(oc, kh * kw)
     return gw.to(weight.dtype).view(weight._shape)
