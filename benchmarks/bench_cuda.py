@@ -197,6 +197,34 @@ def main():
     rows.append(_pair(torch, f"cross_entropy {rows_ce}x{v} f32 (fwd+bwd)", ce_bwd_case, iters, 12 * rows_ce * v,
                       "TB/s"))
 
+    # a MobileNetV2 depthwise 3x3 layer (144 channels at 56x56, stride 1, padding 1: groups == channels);
+    # work counted as the passes over the activations: fwd reads x and writes y (2), fwd+bwd adds the
+    # backward's reads of g (twice: input and weight gradients) and x and its write of the input gradient (6)
+    nb, ch, hw = (32 if args.quick else 64), 144, 56
+    for dtype in ("float32", "bfloat16"):
+        size = 4 if dtype == "float32" else 2
+        act = nb * ch * hw * hw * size
+
+        def dw_case(fw, dtype=dtype):
+            x, w = data(fw, (nb, ch, hw, hw), dtype), data(fw, (ch, 1, 3, 3), dtype, 1)
+            F = EF if fw is ember else TF
+            return lambda: F.conv2d(x, w, None, 1, 1, 1, ch)
+        rows.append(_pair(torch, f"depthwise conv2d {nb}x{ch}x{hw}x{hw} 3x3 {dtype} (fwd)", dw_case, iters, 2 * act,
+                          "TB/s"))
+
+        def dw_bwd_case(fw, dtype=dtype):
+            x = data(fw, (nb, ch, hw, hw), dtype).requires_grad_()
+            w = data(fw, (ch, 1, 3, 3), dtype, 1).requires_grad_()
+            g = data(fw, (nb, ch, hw, hw), dtype, 2)
+            F = EF if fw is ember else TF
+
+            def run():
+                x.grad = w.grad = None
+                F.conv2d(x, w, None, 1, 1, 1, ch).backward(g)
+            return run
+        rows.append(_pair(torch, f"depthwise conv2d {nb}x{ch}x{hw}x{hw} 3x3 {dtype} (fwd+bwd)", dw_bwd_case, iters,
+                          6 * act, "TB/s"))
+
     mm = 4096 if args.quick else 8192
     for dtype, tf32 in (("bfloat16", False), ("float16", False), ("float32", True), ("float32", False)):
         def mm_case(fw, dtype=dtype, tf32=tf32):

@@ -1,6 +1,7 @@
 """Ops that had no CUDA path or failed on CUDA (issue 16, session 18): 1-d, grouped and transposed
 convolutions, the unary ops' scalar parameters by default and by keyword, linspace/logspace and the window
-functions on the device, the cross-entropy backward of huge scores. Checked without a GPU where possible
+functions on the device, the cross-entropy backward of huge scores; session 19: depthwise convolution kernels,
+binomial, the math attention backward (the recurrent layer ops: test_cuda_rnn.py). Checked without a GPU where possible
 (the convolution's kernels in Triton's interpreter, the rest on the fake host of benchmarks/host_cuda_fake.py),
 and on the GPU (marked ``gpu``) against the CPU kernels."""
 
@@ -22,8 +23,9 @@ F = pytest.importorskip("ember.nn.functional")
 
 
 def test_convolutions_in_the_interpreter():
-    """1-d, 2-d and 3-d, plain and transposed, grouped (depthwise too), strided, padded, dilated convolutions
-    and their three gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter."""
+    """1-d, 2-d and 3-d, plain and transposed, grouped, strided, padded, dilated convolutions and their three
+    gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter; depthwise ones (channel
+    multipliers 1-3, 1-d too, float64) through _ops_depthwise's kernels, one launch per output and gradient."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     script = Path(__file__).with_name("coverage_interp_check.py")
@@ -33,7 +35,7 @@ def test_convolutions_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 13, done.stdout
+    assert done.stdout.count("ok") == 25, done.stdout
 
 
 _FAKE = r"""
@@ -90,6 +92,13 @@ for name, call in {"conv1d": lambda: F.conv1d(ember.ones(2, 4, 9, device="cuda")
                                                                   stride=2)}.items():
     r = call()
     out[name] = [r.device.type, list(r.shape), str(r.dtype), r._version]
+# the depthwise kernels build for sm_90 in every floating dtype (forward, input and weight gradients)
+for dtype in (ember.float32, ember.float16, ember.bfloat16, ember.float64):
+    xd = ember.ones(2, 4, 9, 9, dtype=dtype, device="cuda", requires_grad=True)
+    wd = ember.ones(8, 1, 3, 3, dtype=dtype, device="cuda", requires_grad=True)
+    yd = F.conv2d(xd, wd, ember.ones(8, dtype=dtype, device="cuda"), stride=2, padding=1, groups=4)
+    yd.sum().backward()
+    out["depthwise " + str(dtype)] = [list(yd.shape), str(xd.grad.dtype), list(wd.grad.shape)]
 i = ember.tensor([1, 2, 3], dtype=ember.int32).cuda()
 out["int pow"] = [str(r.dtype) for r in (i ** i, i ** 2, 2 ** i, i.clone().pow_(3), i.square(),
                                          ember.tensor([True]).cuda().square())]
@@ -117,8 +126,18 @@ out["factories out="] = outs
 bools = ember.tensor([True, False]).cuda()
 pr = ember.poisson(ember.full((2, 3), 4.0, device="cuda"))
 out["poisson"] = [pr.device.type, list(pr.shape), str(pr.dtype), pr._version]
+bn = ember.binomial(ember.full((2, 1), 4.0, device="cuda"), ember.full((3,), 0.0, device="cuda"))
+out["binomial"] = [bn.device.type, list(bn.shape), str(bn.dtype), bn._version]
 sg = ember._standard_gamma(ember.full((2, 3), 0.5, dtype=ember.float64, device="cuda"))
 out["_standard_gamma"] = [sg.device.type, list(sg.shape), str(sg.dtype)]
+# float64 attention takes the math path on CUDA; its backward the op (it had no CUDA kernel: the composite ran)
+backward_op = OPS["_scaled_dot_product_attention_math_backward"]
+calls = []
+kernel = backward_op.kernels["cuda"]
+backward_op.kernels["cuda"] = lambda *a: calls.append(1) or kernel(*a)
+qd = ember.ones(2, 4, 5, 8, dtype=ember.float64, device="cuda", requires_grad=True)
+F.scaled_dot_product_attention(qd, qd, qd, is_causal=True).sum().backward()
+out["sdpa f64 backward"] = [len(calls), list(qd.grad.shape), str(qd.grad.dtype)]
 out["fmax bool"] = [str(ember.fmax(bools, bools).dtype), str(ember.fmin(bools, bools).dtype)]
 for name, call in {"histogram": lambda: ember.histogram(x5, 3),
                    "histogramdd": lambda: ember.histogramdd(ember.ones(4, 2, device="cuda"), [2, 2])}.items():
@@ -167,25 +186,28 @@ def test_fake_host_ops_that_had_no_cuda_path():
     assert got["conv_transpose2d"] == ["cuda", [1, 2, 8, 8], f32, 0]
     assert got["conv3d"] == ["cuda", [1, 3, 4, 5, 7], f32, 0]
     assert got["conv_transpose3d"] == ["cuda", [1, 4, 6, 6, 6], f32, 0]
+    for dtype in ("float32", "float16", "bfloat16", "float64"):
+        assert got["depthwise ember." + dtype] == [[2, 8, 5, 5], "ember." + dtype, [8, 1, 3, 3]]
     assert got["int pow"] == ["ember.int32"] * 5 + ["ember.int64"]
     for name, shape in (("isin scalar", [5]), ("isin scalar first", []), ("isin empty", [5]), ("vander", [5, 5]),
                         ("pdist", [0]), ("chebyshev_t", [5]), ("hermite_h", [5]), ("ormqr", [3, 3]),
                         ("lu_unpack data", [3, 3])):
         assert got[name] == ["cuda", shape], name
+    assert got["sdpa f64 backward"] == [1, [2, 4, 5, 8], f64]
     assert got["fmax bool"] == ["ember.bool", "ember.bool"]
     assert got["poisson"] == ["cuda", [2, 3], "ember.float32", 0]
+    assert got["binomial"] == ["cuda", [2, 3], "ember.float32", 0]
     assert got["_standard_gamma"] == ["cuda", [2, 3], f64]
     assert got["factories out="] == [True] * 8  # out's device when none is named (they raised: device cpu)
     # PyTorch's histogram/histogramdd are CPU-only (its CUDA programs use histc): its error, not a cast error
     assert got["histogram"] == "Could not run 'aten::histogram.bin_ct' with arguments from the 'CUDA' backend."
     assert got["histogramdd"].startswith("Could not run 'aten::_histogramdd_bin_edges'")
-    # What is left (packages/cuda/NOTES.md, session 18): complex numbers and FFTs, the recurrent layers' fused
-    # cells (nn runs them as composites on CUDA), the math attention backward, sparse layouts, eig, and the
-    # sampler binomial. A new op without a CUDA kernel shows up here.
+    # What is left (packages/cuda/NOTES.md, session 19): complex numbers and FFTs, sparse layouts and eig (the
+    # recurrent layer ops, the math attention backward and binomial have CUDA kernels since session 19). A new
+    # op without a CUDA kernel shows up here.
     assert got["no cuda kernel"] == [
-        "_fft_c2c", "_fft_c2r", "_fft_r2c", "_gru_layer", "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward",
-        "_scaled_dot_product_attention_math_backward", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
-        "_sparse_mm", "_to_sparse", "binomial", "coalesce", "complex", "linalg_eig", "polar"]
+        "_fft_c2c", "_fft_c2r", "_fft_r2c", "_sparse_compressed_tensor_unsafe", "_sparse_coo_tensor_unsafe",
+        "_sparse_mm", "_to_sparse", "coalesce", "complex", "linalg_eig", "polar"]
 
 
 def _poisson_pmf(lam, k):
@@ -220,6 +242,160 @@ def test_poisson_sampler_distribution(lam):
             _ops_samplers._poisson(ember.tensor([1.0, bad]))
 
 
+def _binomial_pmf(n, p, k):
+    from math import lgamma, log
+
+    return np.exp(np.array([lgamma(n + 1) - lgamma(v + 1) - lgamma(n - v + 1) for v in k]) + k * log(p)
+                  + (n - k) * log(1 - p))
+
+
+# (count, prob): inversion (count * p < 10, also for p > 1/2 through 1 - p), BTRS (from 10), at the switch
+BINOMIAL_CASES = [(10, 0.3), (100, 0.05), (25, 0.39), (30, 0.4), (100, 0.5), (1000, 0.9), (50, 0.97), (2000, 0.2)]
+
+
+def _binomial_chi2(x, n, p):
+    assert (x == np.floor(x)).all() and (x >= 0).all() and (x <= n).all()
+    sd = (n * p * (1 - p)) ** 0.5
+    ks = np.arange(max(0, int(n * p - 5 * sd)), min(n, int(n * p + 5 * sd) + 2) + 1)
+    expected = _binomial_pmf(n, p, ks) * x.size
+    keep = expected >= 20
+    observed = np.array([(x == k).sum() for k in ks])[keep]
+    expected = expected[keep]
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    dof = keep.sum() - 1
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)  # ~5 sigma of the chi-square's spread
+
+
+INF, NAN = float("inf"), float("nan")
+# the cases the CPU kernel decides before drawing: count <= 0 or p <= 0 -> 0, NaN count -> NaN, p >= 1 -> count,
+# NaN p -> NaN (in this order: a negative count with a NaN p is 0, a NaN count with p = 0 is 0)
+BINOMIAL_EDGES = ([INF, -1.0, 0.0, 5.0, NAN, NAN, 5.0, 5.0, -INF, INF, 3.0, -2.0, NAN, 4.0],
+                  [1.0, 0.5, 0.5, 0.0, 0.5, 0.0, NAN, 1.5, 0.5, 0.0, -0.2, NAN, 1.0, -INF])
+
+
+@pytest.mark.parametrize("case", BINOMIAL_CASES, ids=str)
+def test_binomial_sampler_distribution(case):
+    """The CUDA binomial (_ops_samplers._binomial: dispatched ops only, run here on CPU tensors): a chi-square
+    test of 20000 draws against the binomial pmf, through the inversion and BTRS, p above and below 1/2;
+    the CPU kernel's decided cases (NaN/negative counts, p outside (0, 1)), broadcasting and errors."""
+    from ember._cuda import _ops_samplers
+
+    n, p = case
+    g = ember.Generator().manual_seed(n)
+    for dtype in (ember.float64, ember.float32):
+        x = _ops_samplers._binomial(ember.full((20000,), float(n), dtype=dtype), ember.tensor(p, dtype=dtype), g)
+        assert x.dtype is dtype and tuple(x.shape) == (20000,)
+        _binomial_chi2(x.numpy().astype(np.float64), n, p)
+
+
+def test_binomial_sampler_edges():
+    from ember._cuda import _ops_samplers
+
+    for dtype in (ember.float32, ember.float64):
+        c, p = (ember.tensor(v, dtype=dtype) for v in BINOMIAL_EDGES)
+        np.testing.assert_array_equal(_ops_samplers._binomial(c, p).numpy(), ember.binomial(c, p).numpy())
+        # an infinite count with 0 < p < 1: NaN or inf, as the CPU kernel's BTRS formulas give
+        big = _ops_samplers._binomial(ember.full((200,), INF, dtype=dtype), ember.tensor([0.3, 0.8], dtype=dtype)
+                                      .repeat(100)).numpy()
+        assert (np.isnan(big) | (big == INF)).all()
+    got = _ops_samplers._binomial(ember.full((3, 1), 40.0), ember.tensor([0.0, 0.5, 1.0, 0.25]))
+    assert tuple(got.shape) == (3, 4) and (got[:, 0] == 0).all() and (got[:, 2] == 40).all()
+    assert ((got >= 0) & (got <= 40) & (got == got.floor())).all()
+    assert tuple(_ops_samplers._binomial(ember.ones(0, 3), ember.ones(3)).shape) == (0, 3)
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        _ops_samplers._binomial(ember.ones(3, dtype=ember.int64), ember.ones(3))
+    with pytest.raises(NotImplementedError, match="binomial_cpu"):
+        _ops_samplers._binomial(ember.ones(3, dtype=ember.float16), ember.ones(3, dtype=ember.float16))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        _ops_samplers._binomial(ember.ones(3), ember.ones(3, dtype=ember.float64))
+
+
+# (batch, heads, key heads, query rows, keys, width, value width, causal, mask, dtype)
+SDPA_BACKWARD_CASES = [
+    ((2,), 4, 4, 7, 9, 5, 6, False, None, "float32"),
+    ((2, 3), 4, 2, 6, 6, 4, 4, True, None, "float64"),  # grouped heads, two batch dims
+    ((1,), 2, 1, 5, 8, 3, 3, False, "bool", "float32"),
+    ((2,), 2, 2, 4, 5, 3, 2, True, "float", "float64"),  # causal and an additive mask
+    ((), 3, 3, 4, 4, 2, 2, False, "dead row", "float32"),  # a query row that sees no key: zero gradients
+    ((2,), 2, 2, 3, 0, 2, 2, False, None, "float32"),  # no keys
+]
+
+
+def _sdpa_backward_inputs(case, device="cpu"):
+    batch, h, hk, lq, s, e, ev, causal, mask, dtype = case
+    dtype = getattr(ember, dtype)
+    q, k, v, go = (rand(shape, dtype, seed=i).to(device) for i, shape in enumerate(
+        (batch + (h, lq, e), batch + (hk, s, e), batch + (hk, s, ev), batch + (h, lq, ev))))
+    m = None
+    if mask == "bool":
+        m = (rand((lq, s), ember.float32, seed=7) > 0.3).to(device)
+    elif mask == "float":
+        m = rand((h, lq, s), dtype, seed=8).to(device)
+    elif mask == "dead row":
+        m = ember.ones(lq, s, dtype=ember.bool)
+        m[1] = False
+        m = m.to(device)
+    return go, q, k, v, m, causal
+
+
+@pytest.mark.parametrize("case", SDPA_BACKWARD_CASES, ids=str)
+def test_sdpa_math_backward_composite_matches_cpu_kernel(case, monkeypatch):
+    """The CUDA _scaled_dot_product_attention_math_backward (_ops_attention_math: dispatched ops, run here on
+    CPU tensors) equals the CPU kernel: grouped heads, causal, bool/additive masks, a row seeing no key, no keys;
+    in one block of query rows and in blocks of one row (the key/value gradients summed over blocks)."""
+    from ember._cuda import _ops_attention_math as am
+    from ember._src.dispatch import OPS
+
+    go, q, k, v, m, causal = _sdpa_backward_inputs(case)
+    want = OPS["_scaled_dot_product_attention_math_backward"].kernels["cpu"](go, q, k, v, m, causal, 0.37)
+    for block in (1 << 26, 1):
+        monkeypatch.setattr(am, "_BLOCK_SCORES", block)
+        got = am.sdpa_math_backward(go, q, k, v, m, causal, 0.37)
+        for a, b in zip(got, want):
+            assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+            assert not np.isnan(a.numpy()).any()
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_math_backward_errors_as_the_cpu_kernel():
+    from ember._cuda import _ops_attention_math as am
+
+    q, k = ember.ones(2, 3, 4, 5), ember.ones(2, 2, 4, 5)
+    for args, message in (((q, q, k, k), "key heads must divide query heads"),
+                          ((q, q, ember.ones(3, 3, 4, 5), q), "batch dims must match"),
+                          ((q, q, ember.ones(4, 5), q), "at least 3-D and of one rank")):
+        with pytest.raises(RuntimeError, match=message):
+            am.sdpa_math_backward(*args, None, False, 1.0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("case", SDPA_BACKWARD_CASES, ids=str)
+def test_sdpa_math_backward_on_cuda(case):
+    """The op on CUDA against the CPU kernel, and float64 attention's backward (the math path) through the
+    engine on CUDA against the CPU's."""
+    from ember._src.dispatch import OPS
+
+    op = OPS["_scaled_dot_product_attention_math_backward"]
+    args = _sdpa_backward_inputs(case)
+    got = op(*(t.cuda() if isinstance(t, ember.Tensor) else t for t in args[:5]), args[5], 0.37)
+    for a, b in zip(got, op(*args[:6], 0.37)):
+        assert a.device.type == "cuda"
+        assert_same(a, b, b.dtype, rtol=1e-5, atol=1e-5)
+    go, q, k, v, m, causal = args
+    if (m is not None and causal) or k.shape[-2] == 0:
+        return  # (the math path refuses a mask with is_causal, as PyTorch's)
+    grads = []
+    for dev in ("cpu", "cuda"):
+        qd, kd, vd = (t.detach().double().to(dev).requires_grad_() for t in (q, k, v))
+        y = F.scaled_dot_product_attention(qd, kd, vd, None if m is None else m.to(dev), is_causal=causal,
+                                           enable_gqa=k.shape[-3] != q.shape[-3])
+        y.backward(go.double().to(dev))
+        grads.append((qd.grad, kd.grad, vd.grad))
+    for a, b in zip(*grads):
+        assert_same(a, b, ember.float64, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])
 def test_standard_gamma_sampler_distribution(alpha):
     """The CUDA _standard_gamma (dispatched ops only: run on CPU tensors) against Gamma(alpha, 1) by a
@@ -244,6 +420,11 @@ CONV_CASES = [  # (input shape, weight shape, stride, padding, dilation, transpo
     ((2, 3, 11), (5, 3, 3), (2,), (1,), (1,), False, (0,), 1),
     ((2, 4, 12), (4, 2, 3), (1,), (2,), (2,), False, (0,), 2),
     ((2, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), False, (0, 0), 6),
+    # depthwise (_ops_depthwise): multipliers, strides, dilation, 7x7, 1-d, many positions (weight-grad splits)
+    ((2, 3, 10, 11), (6, 1, 3, 2), (2, 1), (1, 0), (1, 2), False, (0, 0), 3),
+    ((1, 4, 15, 13), (8, 1, 7, 7), (1, 1), (3, 3), (1, 1), False, (0, 0), 4),
+    ((4, 32, 56, 56), (32, 1, 3, 3), (2, 2), (1, 1), (1, 1), False, (0, 0), 32),
+    ((3, 5, 40), (10, 1, 5), (2,), (2,), (1,), False, (0,), 5),
     ((2, 4, 7, 6), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), False, (0, 0), 2),
     ((2, 3, 4, 5), (3, 2, 3, 3), (2, 2), (1, 0), (1, 1), True, (1, 0), 1),
     ((1, 4, 3, 4), (4, 3, 2, 3), (1, 2), (0, 1), (2, 1), True, (0, 1), 2),
@@ -319,6 +500,28 @@ def test_poisson_on_cuda(lam):
     a = ember.poisson(rates[:100])
     ember.cuda.manual_seed(3)
     assert_same(a, ember.poisson(rates[:100]).cpu(), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("case", BINOMIAL_CASES, ids=str)
+def test_binomial_on_cuda(case):
+    """binomial on CUDA: 20000 draws against the pmf (chi-square), a fresh result, the CPU kernel's decided
+    cases, seeded reruns equal."""
+    n, p = case
+    ember.cuda.manual_seed(n)
+    for dtype in (ember.float32, ember.float64):
+        x = ember.binomial(ember.full((20000,), float(n), dtype=dtype, device="cuda"),
+                           ember.tensor(p, dtype=dtype, device="cuda"))
+        assert x.device.type == "cuda" and x.dtype is dtype and x._version == 0
+        _binomial_chi2(x.cpu().double().numpy(), n, p)
+        c, q = (ember.tensor(v, dtype=dtype) for v in BINOMIAL_EDGES)
+        np.testing.assert_array_equal(ember.binomial(c.cuda(), q.cuda()).cpu().numpy(), ember.binomial(c, q).numpy())
+    counts, probs = ember.full((100,), float(n), device="cuda"), ember.full((100,), p, device="cuda")
+    ember.cuda.manual_seed(3)
+    a = ember.binomial(counts, probs)
+    ember.cuda.manual_seed(3)
+    assert_same(a, ember.binomial(counts, probs).cpu(), rtol=0, atol=0)
 
 
 @pytest.mark.gpu

@@ -109,6 +109,20 @@ def kernel(source: str, name: str, signature: dict, constexprs: dict | None = No
     return launcher
 
 
+def launch(source: str, grid: tuple, args: dict, constexprs: dict, device: int, num_warps: int = 4) -> None:
+    """Builds (or takes from the cache) kernel ``k`` of ``source`` for these arguments and launches it on the
+    current stream: ``args`` in the kernel's order, tensors passed as pointers to their dtype, Python ints
+    as i64; every constexpr named in ``constexprs`` (a build from a signature takes no Python default).
+    For hand-written kernels launched now and then; hot paths keep their own launchers."""
+    from ._elementwise import TRITON
+    from ._streams import current_handle
+
+    sig = {k: ("*" + TRITON[v.dtype]) if hasattr(v, "data_ptr") else "i64" for k, v in args.items()}
+    sig.update({k: "constexpr" for k in constexprs})
+    launcher = kernel(source, "k", sig, constexprs, (), num_warps, 1, device)
+    launcher(grid, current_handle(device), *(v.data_ptr() if hasattr(v, "data_ptr") else v for v in args.values()))
+
+
 def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages, arch, maxnreg=None):
     """(cubin, metadata) from the disk cache, compiling (and storing) on a miss."""
     import triton  # noqa: F401 - the version is part of the disk cache key

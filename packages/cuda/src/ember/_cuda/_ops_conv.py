@@ -6,9 +6,9 @@ backward: grad_input = col2im(W^T @ g[n]) (a gather over each input pixel's wind
           grad_weight = sum_n g[n] @ cols[n]^T;  grad_bias = g summed over (N, OH, OW).
 A transposed convolution is the plain one's input gradient (out = col2im(W^T @ x[n])), its
 backward the plain forward's products (grad_input = W @ im2col(g), grad_weight = x @ im2col(g)^T).
-A 1-d convolution runs as a 2-d one of height 1; groups run one after another (a launch or two per
-group: a depthwise convolution of many channels is slow); a 3-d one has its own im2col/col2im kernels
-(depth as one more window dimension).
+A 1-d convolution runs as a 2-d one of height 1; a depthwise one (groups == input channels, not transposed,
+1-d or 2-d) has direct kernels (``_ops_depthwise``); other groups run one after another (a launch or two per
+group); a 3-d one has its own im2col/col2im kernels (depth as one more window dimension).
 """
 
 from __future__ import annotations
@@ -20,121 +20,87 @@ from ember._src.ops.nn import conv as cv
 from ember._src.tensor import make_view, new_empty_tensor
 
 from . import _compile
-from ._elementwise import HEADER, TRITON
+from . import _ops_depthwise as depthwise
+from ._elementwise import HEADER
 from ._ops_matmul import _product
-from ._streams import current_handle
 
-_IM2COL = HEADER + '''
-@triton.jit
-def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    kw = t % KW
-    t = t // KW
-    kh = t % KH
-    t = t // KH
-    c = t % C
-    bi = t // C
-    ih = oh * sh - ph + kh * dh
-    iw = ow * sw - pw + kw * dw
-    ok = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-    v = tl.load(a + ((bi * C + c) * H + ih) * W + iw, mask=m & ok, other=0)
-    tl.store(b + offs, v, mask=m)
-'''
-
-_COL2IM = HEADER + '''
-@triton.jit
-def k(a, b, n, C, H, W, OH, OW, sh, sw, ph, pw, dh, dw, KH: tl.constexpr, KW: tl.constexpr,
-      BLOCK: tl.constexpr, F64: tl.constexpr = False):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    iw = offs % W
-    t = offs // W
-    ih = t % H
-    t = t // H
-    c = t % C
-    bi = t // C
-    # (float64 data sums in float64: a float32 sum lost its digits, 1e-7 off on an H100, session 18)
-    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
-    for kh in tl.static_range(KH):
-        th = ih + ph - kh * dh
-        oh = tl.where(th >= 0, th, 0) // sh
-        okh = (th >= 0) & (th % sh == 0) & (oh < OH)
-        for kw in tl.static_range(KW):
-            tw = iw + pw - kw * dw
-            ow = tl.where(tw >= 0, tw, 0) // sw
-            ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
-            row = (bi * C + c) * (KH * KW) + kh * KW + kw
-            acc += tl.load(a + (row * OH + oh) * OW + ow, mask=m & ok, other=0).to(acc.dtype)
-    tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)
-'''
+# im2col/col2im: one generator for 2-d and 3-d (session 18 wrote each rank out; the generated kernels are token for
+# token those, so as fast): the 3-d ones have depth as one more dim of every index.
 
 
-_IM2COL3 = HEADER + '''
-@triton.jit
-def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: tl.constexpr, KH: tl.constexpr,
-      KW: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    t = t // OD
-    kw = t % KW
-    t = t // KW
-    kh = t % KH
-    t = t // KH
-    kd = t % KD
-    t = t // KD
-    c = t % C
-    bi = t // C
-    i_d = od * sd - pd + kd * dd
-    ih = oh * sh - ph + kh * dh
-    iw = ow * sw - pw + kw * dw
-    ok = (i_d >= 0) & (i_d < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-    v = tl.load(a + (((bi * C + c) * D + i_d) * H + ih) * W + iw, mask=m & ok, other=0)
-    tl.store(b + offs, v, mask=m)
-'''
+def _dims(rank):
+    """Per spatial dim, outermost first: (input index, output index, window index, size, output size, stride,
+    padding, dilation, window size) names."""
+    return [("i_d" if x == "d" else "i" + x, "o" + x, "k" + x, x.upper(), "O" + x.upper(), "s" + x, "p" + x,
+             "d" + x, "K" + x.upper()) for x in ("d", "h", "w")[3 - rank:]]
 
-_COL2IM3 = HEADER + '''
-@triton.jit
-def k(a, b, n, C, D, H, W, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD: tl.constexpr, KH: tl.constexpr,
-      KW: tl.constexpr, BLOCK: tl.constexpr, F64: tl.constexpr = False):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    iw = offs % W
-    t = offs // W
-    ih = t % H
-    t = t // H
-    i_d = t % D
-    t = t // D
-    c = t % C
-    bi = t // C
-    # (float64 data sums in float64: a float32 sum lost its digits, 1e-7 off on an H100, session 18)
-    acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)
-    for kd in tl.static_range(KD):
-        td = i_d + pd - kd * dd
-        od = tl.where(td >= 0, td, 0) // sd
-        okd = (td >= 0) & (td % sd == 0) & (od < OD)
-        for kh in tl.static_range(KH):
-            th = ih + ph - kh * dh
-            oh = tl.where(th >= 0, th, 0) // sh
-            okh = okd & (th >= 0) & (th % sh == 0) & (oh < OH)
-            for kw in tl.static_range(KW):
-                tw = iw + pw - kw * dw
-                ow = tl.where(tw >= 0, tw, 0) // sw
-                ok = okh & (tw >= 0) & (tw % sw == 0) & (ow < OW)
-                row = (bi * C + c) * (KD * KH * KW) + (kd * KH + kh) * KW + kw
-                acc += tl.load(a + ((row * OD + od) * OH + oh) * OW + ow, mask=m & ok, other=0).to(acc.dtype)
-    tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)
-'''
+
+def _horner(first, terms):
+    """first * s0 + i0, then (...) * s1 + i1, ...: a row-major address."""
+    s = first
+    for size, index in terms:
+        s = f"({s} * {size} + {index})"
+    return s[1:-1] if terms else s
+
+
+def _split(dims, first):
+    """Lines splitting the flat index ``first`` into the dims (innermost first), the rest left in t."""
+    lines, src = [], first
+    for name, size in dims:
+        lines += [f"{name} = {src} % {size}", f"t = {src} // {size}"]
+        src = "t"
+    return lines
+
+
+def _kernel(rank, body, f64):
+    d = _dims(rank)
+    params = ["a", "b", "n", "C"] + [x[3] for x in d] + [x[4] for x in d] + [x[j] for j in (5, 6, 7) for x in d]
+    consts = [f"{x[8]}: tl.constexpr" for x in d] + ["BLOCK: tl.constexpr"] + (["F64: tl.constexpr"] if f64 else [])
+    head = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "m = offs < n"]
+    return (HEADER + "\n@triton.jit\ndef k(" + ", ".join(params + consts) + "):\n"
+            + "".join("    " + line + "\n" for line in head + body))
+
+
+def im2col_source(rank):
+    """cols (N, C * window, output positions) <- the input values each output position's window covers."""
+    d = _dims(rank)
+    body = _split([(x[1], x[4]) for x in reversed(d)], "offs")
+    body += _split([(x[2], x[8]) for x in reversed(d)], "t")
+    body += ["c = t % C", "bi = t // C"]
+    body += [f"{x[0]} = {x[1]} * {x[5]} - {x[6]} + {x[2]} * {x[7]}" for x in d]
+    body.append("ok = " + " & ".join(f"({x[0]} >= 0) & ({x[0]} < {x[3]})" for x in d))
+    body += [f"v = tl.load(a + {_horner('(bi * C + c)', [(x[3], x[0]) for x in d])}, mask=m & ok, other=0)",
+             "tl.store(b + offs, v, mask=m)"]
+    return _kernel(rank, body, False)
+
+
+def col2im_source(rank):
+    """input (N, C, *sizes) <- the sum over the columns of every window each input position lies in (a gather,
+    no atomics); float64 data sums in float64 (a float32 sum lost its digits, 1e-7 off on an H100, session 18)."""
+    d = _dims(rank)
+    body = _split([(x[0], x[3]) for x in reversed(d)], "offs")
+    body += ["c = t % C", "bi = t // C", "acc = tl.zeros([BLOCK], tl.float64 if F64 else tl.float32)"]
+    prev = None
+    for j, x in enumerate(d):
+        pad = "    " * j
+        tv, ok = "t" + x[0][-1], "ok" if j == rank - 1 else "ok" + x[0][-1]
+        body += [f"{pad}for {x[2]} in tl.static_range({x[8]}):",
+                 f"{pad}    {tv} = {x[0]} + {x[6]} - {x[2]} * {x[7]}",
+                 f"{pad}    {x[1]} = tl.where({tv} >= 0, {tv}, 0) // {x[5]}",
+                 f"{pad}    {ok} = {prev + ' & ' if prev else ''}({tv} >= 0) & ({tv} % {x[5]} == 0) & "
+                 f"({x[1]} < {x[4]})"]
+        prev = ok
+    pad = "    " * rank
+    window = _horner(d[0][2], [(x[8], x[2]) for x in d[1:]])
+    body += [f"{pad}row = (bi * C + c) * ({' * '.join(x[8] for x in d)}) + {window}",
+             f"{pad}acc += tl.load(a + {_horner('row', [(x[4], x[1]) for x in d])}, mask=m & ok, other=0)"
+             ".to(acc.dtype)",
+             "tl.store(b + offs, acc.to(b.dtype.element_ty), mask=m)"]
+    return _kernel(rank, body, True)
+
+
+_IM2COL, _IM2COL3 = im2col_source(2), im2col_source(3)
+_COL2IM, _COL2IM3 = col2im_source(2), col2im_source(3)
 
 
 def _geometry3(input, weight, stride, padding, dilation):
@@ -148,20 +114,6 @@ def _geometry3(input, weight, stride, padding, dilation):
     return n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow
 
 
-def _run3(src, a, b, count, geo, index):
-    n, c, d, h, w, o, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = geo
-    sig = {"a": "*" + TRITON[a.dtype], "b": "*" + TRITON[b.dtype], "n": "i64"}
-    sig.update({k: "i64" for k in ("C", "D", "H", "W", "OD", "OH", "OW", "sd", "sh", "sw", "pd", "ph", "pw", "dd",
-                                   "dh", "dw")})
-    sig.update({"KD": "constexpr", "KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
-    consts = {"KD": kd, "KH": kh, "KW": kw, "BLOCK": 1024}
-    if src is _COL2IM3:  # (every constexpr named: a build from a signature takes no Python default)
-        sig["F64"], consts["F64"] = "constexpr", b.dtype is dt.float64
-    launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
-    launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, d, h, w,
-             od, oh, ow, sd, sh, sw, pd, ph, pw, dd, dh, dw)
-
-
 def _sizes(geo):
     """(n, c, o, c * kernel volume, output positions) of a 2-d or 3-d geometry."""
     if len(geo) == 15:
@@ -173,10 +125,7 @@ def _sizes(geo):
 
 def _col2im(gcols, out, geo):
     if out.numel():
-        if len(geo) == 15:
-            _run(_COL2IM, gcols, out, out.numel(), geo, out._device.index or 0)
-        else:
-            _run3(_COL2IM3, gcols, out, out.numel(), geo, out._device.index or 0)
+        _run(_COL2IM if len(geo) == 15 else _COL2IM3, gcols, out, out.numel(), geo, out._device.index or 0)
 
 
 def _geometry(input, weight, stride, padding, dilation):
@@ -193,24 +142,26 @@ def _geometry(input, weight, stride, padding, dilation):
 
 
 def _run(src, a, b, count, geo, index):
-    n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
-    sig = {"a": "*" + TRITON[a.dtype], "b": "*" + TRITON[b.dtype], "n": "i64"}
-    sig.update({k: "i64" for k in ("C", "H", "W", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")})
-    sig.update({"KH": "constexpr", "KW": "constexpr", "BLOCK": "constexpr"})
-    consts = {"KH": kh, "KW": kw, "BLOCK": 1024}
-    if src is _COL2IM:  # (every constexpr named: a build from a signature takes no Python default)
-        sig["F64"], consts["F64"] = "constexpr", b.dtype is dt.float64
-    launcher = _compile.kernel(src, "k", sig, consts, (), 4, 1, index)
-    launcher(((count + 1023) // 1024, 1, 1), current_handle(index), a.data_ptr(), b.data_ptr(), count, c, h, w, oh,
-             ow, sh, sw, ph, pw, dh, dw)
+    """One im2col/col2im launch over ``count`` elements of ``b``, a 2-d or 3-d geometry."""
+    r = 2 if len(geo) == 15 else 3
+    sizes, o = geo[2:2 + r], 3 + r
+    window, stride, padding, dilation, out = (geo[o + j * r:o + (j + 1) * r] for j in range(5))
+    names = ("D", "H", "W")[3 - r:]
+    args = {"a": a, "b": b, "n": count, "C": geo[1], **dict(zip(names, sizes)),
+            **dict(zip(("O" + x for x in names), out)), **dict(zip(("s" + x.lower() for x in names), stride)),
+            **dict(zip(("p" + x.lower() for x in names), padding)),
+            **dict(zip(("d" + x.lower() for x in names), dilation))}
+    consts = {**dict(zip(("K" + x for x in names), window)), "BLOCK": 1024}
+    if src is _COL2IM or src is _COL2IM3:
+        consts["F64"] = b.dtype is dt.float64
+    _compile.launch(src, ((count + 1023) // 1024, 1, 1), args, consts, index)
 
 
 def _im2col(x, geo):
     n, c, o, ckk, positions = _sizes(geo)
     cols = new_empty_tensor((n, ckk, positions), x.dtype, x._device)
     if cols.numel():
-        (_run if len(geo) == 15 else _run3)(_IM2COL if len(geo) == 15 else _IM2COL3, x, cols, cols.numel(), geo,
-                                            x._device.index or 0)
+        _run(_IM2COL if len(geo) == 15 else _IM2COL3, x, cols, cols.numel(), geo, x._device.index or 0)
     return cols
 
 
@@ -296,6 +247,9 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
         return _convolution(x2, w2, bias, s2, p2, d2, transposed, op2, groups).squeeze(2)
     if groups == 1:
         return _forward(_contig(input), weight, bias, stride, padding, dilation, transposed, shape)
+    if depthwise.applies(input, weight, transposed, groups):
+        return depthwise.forward(_contig(input), _contig(weight), None if bias is None else _contig(bias), stride,
+                                 padding, dilation, shape)
     oc = shape[1] // groups
     part = (shape[0], oc) + tuple(shape[2:])
     out = new_empty_tensor(shape, input.dtype, input._device)
@@ -319,6 +273,10 @@ def _convolution_backward(grad_output, input, weight, bias_sizes, stride, paddin
     mask = (bool(output_mask[0]), bool(output_mask[1]))
     if groups == 1:
         gi, gw = _backward(g, _contig(input), weight, stride, padding, dilation, transposed, mask)
+    elif depthwise.applies(input, weight, transposed, groups):
+        x, w = _contig(input), _contig(weight)
+        gi = depthwise.input_grad(g, x, w, stride, padding, dilation) if mask[0] else None
+        gw = depthwise.weight_grad(g, x, w, stride, padding, dilation) if mask[1] else None
     else:
         oc = g._shape[1] // groups
         gi = new_empty_tensor(input._shape, input.dtype, input._device) if mask[0] else None

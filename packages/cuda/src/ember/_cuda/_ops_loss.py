@@ -16,11 +16,11 @@ from ember._src.dispatch import OPS
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
-from ._ops_rows import _aligned, _ct, _or
+from ._ops_rows import ONLINE_SOFTMAX, _aligned, _ct, _or
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
-_CLASS_NLL = HEADER + '''
+_CLASS_NLL = HEADER + ONLINE_SOFTMAX + '''
 @triton.jit
 def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, HAS_W: tl.constexpr,
       SMOOTH: tl.constexpr):
@@ -42,10 +42,7 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
         cm = cols < C
         v = tl.load(xr + cols, mask=cm, other=-float('inf')).to(__CT__)
         if not LOGP:
-            nm = tl.maximum(mx, v)
-            s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
-                                                                                  tl.exp(v - nm))
-            mx = nm
+            mx, s = _online_step(mx, s, v)
         if SMOOTH:
             if HAS_W:
                 wv = tl.load(w + cols, mask=cm, other=0).to(__CT__)
@@ -57,8 +54,7 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
         lse = 0.0
         lrel = -ref
     else:
-        gm = tl.max(mx, axis=0)
-        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+        gm, total = _online_total(mx, s)
         lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
         lrel = tl.where(lse != lse, float('nan'), (gm - ref) + tl.log(total))  # lse - ref from its parts
         tl.store(lse_out + row, lse.to(lse_out.dtype.element_ty))  # ignored rows too (their gradient)
@@ -128,7 +124,7 @@ def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
     return nll, sm, wt, lse
 
 
-_CLASS_NLL_BACKWARD = HEADER + '''
+_CLASS_NLL_BACKWARD = HEADER + ONLINE_SOFTMAX + '''
 @triton.jit
 def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr, LOGP: tl.constexpr,
       HAS_W: tl.constexpr, HAS_N: tl.constexpr, HAS_S: tl.constexpr, HAS_LSE: tl.constexpr):
@@ -176,12 +172,8 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
         for n0 in range(0, stop, BLOCK):
             cols = n0 + tl.arange(0, BLOCK)
             v = tl.load(xr + cols, mask=cols < C, other=-float('inf')).to(__CT__)
-            nm = tl.maximum(mx, v)
-            s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
-                                                                                  tl.exp(v - nm))
-            mx = nm
-        gm = tl.max(mx, axis=0)
-        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+            mx, s = _online_step(mx, s, v)
+        gm, total = _online_total(mx, s)
         # NaN for an infinite max (the row's loss and gradient are NaN, as the forward's lse)
         lrow = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), tl.log(total))
         shift = tl.where(stop > 0, gm, shift)

@@ -21,7 +21,25 @@ from ._streams import current_handle
 
 _SINGLE_MAX = 16384
 
-_SOFTMAX = HEADER + '''
+# The online max / exp-sum of a row read in tiles (softmax's long rows, the cross-entropy kernels of _ops_loss):
+# per lane the running max and the sum of exp(x - max), rescaled when the max grows; -inf entries add 0, a lane
+# of only -inf keeps max -inf and sum 0. Triton inlines the helpers: the kernels' machine code is what it was
+# when each wrote the loop out (session 19, compared on sm_90 SASS).
+ONLINE_SOFTMAX = '''
+@triton.jit
+def _online_step(mx, s, v):
+    nm = tl.maximum(mx, v)
+    s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0, tl.exp(v - nm))
+    return nm, s
+
+
+@triton.jit
+def _online_total(mx, s):
+    gm = tl.max(mx, axis=0)
+    return gm, tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+'''
+
+_SOFTMAX = HEADER + ONLINE_SOFTMAX + '''
 @triton.jit
 def k(x, out, N, BLOCK: tl.constexpr, LOG: tl.constexpr, SINGLE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -45,12 +63,8 @@ def k(x, out, N, BLOCK: tl.constexpr, LOG: tl.constexpr, SINGLE: tl.constexpr):
         for n0 in range(0, N, BLOCK):
             cols = n0 + tl.arange(0, BLOCK)
             v = tl.load(xr + cols, mask=cols < N, other=-float('inf')).to(__CT__)
-            nm = tl.maximum(mx, v)
-            s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
-                                                                                  tl.exp(v - nm))
-            mx = nm
-        gm = tl.max(mx, axis=0)
-        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+            mx, s = _online_step(mx, s, v)
+        gm, total = _online_total(mx, s)
         for n0 in range(0, N, BLOCK):
             cols = n0 + tl.arange(0, BLOCK)
             m = cols < N

@@ -3,8 +3,9 @@ geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, 
 CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
 normal with tensor mean/std, random_ (and so randint), randperm (a sort of random keys) and
 poisson (rounds of uniform draws over the elements still pending: multiplication below rate 10,
-Hormann's transformed rejection PTRS, PyTorch's method, from 10; one host sync per round) and
-_standard_gamma (Marsaglia and Tsang's rejection, PyTorch's method, in rounds the same way).
+Hormann's transformed rejection PTRS, PyTorch's method, from 10; one host sync per round),
+_standard_gamma (Marsaglia and Tsang's rejection, PyTorch's method, in rounds the same way) and binomial
+(inversion below count * p = 10, Hormann's BTRS from 10, PyTorch's methods, in rounds the same way).
 
 The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
 draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
@@ -211,6 +212,90 @@ def _standard_gamma(self, generator=None):
     return val.to(self.dtype).clamp(min=_TINY[self.dtype])
 
 
+# log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2] for k = 0..9 (BTRS's Stirling tail; the CPU kernel's)
+_BINOMIAL_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)
+
+
+def _binomial_tail(k, table):
+    kp1 = k + 1.0
+    kp1sq = kp1 * kp1
+    formula = ((1.0 / 360 - (1.0 / 1260) / kp1sq) / kp1sq * -1.0 + 1.0 / 12) / kp1
+    small = (k >= 0) & (k < 10)
+    return formula.where(~small, table[k.where(small, 0.0).to(dt.int64)])
+
+
+def _binomial(count, prob, generator=None):
+    """Binomial draws with the CPU kernel's cases: 0 for a count <= 0 or a probability <= 0, NaN for a NaN
+    count, the count for a probability >= 1, NaN for a NaN probability; a probability above 1/2 draws
+    count - Binomial(count, 1 - p). Draws: the inversion (sum of geometric waiting times until they pass
+    the count: ~count * p + 1 rounds) below count * p = 10, Hormann's BTRS from 10 (~1.2 rounds), each
+    round over the elements still pending, one host sync per round. An infinite count with 0 < p < 1
+    gives NaN or inf as the CPU kernel's BTRS does (its formulas, not a special case)."""
+    from ember._src.ops.random import counting
+
+    result = counting._binomial_meta(count, prob)
+    shape, dtype, device = tuple(result._shape), count.dtype, count._device
+    if not result.numel():
+        return new_empty_tensor(shape, dtype, device)
+    count_t, prob_t = count.expand(shape), prob.expand(shape)
+    c, p = count_t.to(dt.float64), prob_t.to(dt.float64)
+    zero = (c <= 0) | (p <= 0)
+    nan_count = ~zero & c.isnan()
+    full = ~zero & ~nan_count & (p >= 1)
+    drawn = ~zero & ~nan_count & (p < 1)  # (a NaN probability is in none: NaN)
+    high = drawn & (p > 0.5)
+    q_t = (1.0 - prob_t).where(high, prob_t)  # the probability drawn with, in the dtype as the CPU's
+    btrs = drawn & (count_t * q_t >= 10.0)
+    inversion = drawn & ~btrs
+    q = q_t.to(dt.float64).where(drawn, 0.5)
+    n = c.where(drawn, 1.0)
+    k = ember_zeros(c)
+    if bool(inversion.any().item()):
+        logq = (-q_t).log1p().to(dt.float64).where(inversion, -1.0)
+        waited = ember_zeros(c)
+        pending = inversion
+        while bool(pending.any().item()):
+            u = new_empty_tensor(shape, dt.float64, device).uniform_(0.0, 1.0, generator=generator)
+            waited = waited.where(~pending, waited + (u.log() / logq).ceil())
+            go = pending & (waited <= n)
+            k = k.where(~go, k + 1.0)
+            pending = go
+    if bool(btrs.any().item()):
+        import ember
+
+        table = ember.tensor(_BINOMIAL_TAIL, dtype=dt.float64, device=device)
+        stddev = (n * q * (1.0 - q)).sqrt()
+        b = stddev * 2.53 + 1.15
+        a = (b * 0.0248 - 0.0873) + q * 0.01
+        cc = n * q + 0.5
+        v_r = 0.92 - b.reciprocal() * 4.2
+        r = q / (1.0 - q)
+        alpha = (b.reciprocal() * 5.1 + 2.83) * stddev
+        m = ((n + 1.0) * q).floor()
+        fixed = ((m + 0.5) * ((m + 1.0) / (r * (n - m + 1.0))).log() + _binomial_tail(m, table)
+                 + _binomial_tail(n - m, table))
+        pending = btrs
+        while bool(pending.any().item()):
+            uv = new_empty_tensor((2,) + shape, dt.float64, device).uniform_(0.0, 1.0, generator=generator)
+            u, v = uv[0] - 0.5, uv[1]
+            us = 0.5 - u.abs()
+            kk = ((a * 2.0 / us + b) * u + cc).floor()
+            inside = ~((kk < 0) | (kk > n))
+            quick = (us >= 0.07) & (v <= v_r)
+            nk1 = n - kk + 1.0
+            bound = (fixed + (n + 1.0) * ((n - m + 1.0) / nk1).log() + (kk + 0.5) * (r * nk1 / (kk + 1.0)).log()
+                     - _binomial_tail(kk, table) - _binomial_tail(n - kk, table))
+            slow = (v * alpha / (a / (us * us) + b)).log() <= bound
+            accept = pending & inside & (quick | slow)
+            k = k.where(~accept, kk)
+            pending = pending & ~accept
+    out = (c - k).where(high, k)
+    out = out.where(drawn, float("nan")).where(~full, c).where(~zero, 0.0)
+    return out.to(dtype)
+
+
 def ember_zeros(like):
     return new_empty_tensor(like._shape, like.dtype, like._device).zero_()
 
@@ -221,6 +306,7 @@ def ember_ones(like):
 
 def register() -> None:
     OPS["poisson"].kernels["cuda"] = _poisson
+    OPS["binomial"].kernels["cuda"] = _binomial
     OPS["_standard_gamma"].kernels["cuda"] = _standard_gamma
     OPS["random_"].kernels["cuda"] = _random
     OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
