@@ -185,6 +185,9 @@ def register() -> None:
     OPS["angle"].kernels["cuda"] = _angle
     OPS["sgn"].kernels["cuda"] = _sgn
     OPS["conj_physical"].kernels["cuda"] = _conj_physical
+    from . import _ops_fft
+
+    _ops_fft.register()  # the FFT primitives on cuFFT, composed by ember.fft as on the CPU
     OPS["complex"].kernels["cuda"] = _from_parts("{0}, {1}", ("real", "imag"))
     OPS["polar"].kernels["cuda"] = _from_parts("{0} * libdevice.cos({1}), {0} * libdevice.sin({1})", ("abs", "angle"))
     # The core's rounded division is itself a composite of dispatched ops (floor_divide, fmod, div, trunc).
