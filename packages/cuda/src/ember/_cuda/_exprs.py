@@ -185,6 +185,8 @@ COMPLEX_WHERE = "tl.where({0}, {1.r}, {2.r}), tl.where({0}, {1.i}, {2.i})"
 COMPLEX_MASKED_FILL = "tl.where({1}, {2.r}, {0.r}), tl.where({1}, {2.i}, {0.i})"
 COMPLEX_FILL = "tl.where(mask, {0.r}, {0.r}), tl.where(mask, {0.i}, {0.i})"
 COMPLEX_ADD_SCALED = "_cadd_scaled({0.r}, {0.i}, {1.r}, {1.i}, {2.r}, {2.i})"
+COMPLEX_FROM_PARTS = "{0}, {1}"  # complex(real, imag)
+COMPLEX_POLAR = "{0} * " + L + "cos({1}), {0} * " + L + "sin({1})"  # polar(abs, angle)
 
 # Helpers some expressions call, prepended to every generated module.
 PRELUDE = '''
@@ -296,7 +298,10 @@ def _clog(r, i):
 
 @triton.jit
 def _cpow(ar, ai, br, bi):
-    # exp(b log a) as the CPU kernel, with a ** 0 = 1 and 0 ** b = 0 for Re(b) > 0
+    # exp(b log a) as the CPU kernel, with a ** 0 = 1 and 0 ** b = 0 for Re(b) > 0 (b broadcast first: a
+    # scalar exponent's tests are then blocks, as a's)
+    br = br + tl.zeros_like(ar)
+    bi = bi + tl.zeros_like(ar)
     lr, li = _clog(ar, ai)
     pr, pi = _cmul(br, bi, lr, li)
     er, ei = _cexp(pr, pi)

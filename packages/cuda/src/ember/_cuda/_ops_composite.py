@@ -85,11 +85,14 @@ def _conj_physical(x):
     return x.clone()
 
 
-def _from_parts(expr: str, names: tuple):
+def _from_parts(name: str, names: tuple):
     """complex(real, imag) / polar(abs, angle): one kernel writing both parts (broadcast, as the CPU's)."""
     from ember._src.ops.pointwise import complex as cx
 
+    from . import _exprs
     from ._elementwise import launch
+
+    expr = getattr(_exprs, name)
 
     def kernel(a, b):
         shape, dtype = cx._parts_check(a, b, names)
@@ -188,8 +191,8 @@ def register() -> None:
     from . import _ops_fft
 
     _ops_fft.register()  # the FFT primitives on cuFFT, composed by ember.fft as on the CPU
-    OPS["complex"].kernels["cuda"] = _from_parts("{0}, {1}", ("real", "imag"))
-    OPS["polar"].kernels["cuda"] = _from_parts("{0} * libdevice.cos({1}), {0} * libdevice.sin({1})", ("abs", "angle"))
+    OPS["complex"].kernels["cuda"] = _from_parts("COMPLEX_FROM_PARTS", ("real", "imag"))
+    OPS["polar"].kernels["cuda"] = _from_parts("COMPLEX_POLAR", ("abs", "angle"))
     # The core's rounded division is itself a composite of dispatched ops (floor_divide, fmod, div, trunc).
     OPS["div_rounding"].kernels["cuda"] = OPS["div_rounding"].kernels["cpu"]
     # So is native_channel_shuffle's (reshape, transpose, contiguous).
