@@ -47,7 +47,7 @@ def _numpy_fn(fn):
 _LIBDEVICE = SimpleNamespace(**{name: _numpy_fn(fn) for name, fn in (
     ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.sin), ("cos", np.cos), ("sinh", np.sinh),
     ("cosh", np.cosh), ("hypot", np.hypot), ("atan2", np.arctan2), ("copysign", np.copysign),
-    ("div_rn", np.divide))})
+    ("div_rn", np.divide), ("signbit", np.signbit))})
 
 
 def _run(expr, out, operands, computes, shape=None, strides=None):
@@ -101,6 +101,7 @@ def _close(got, want, what, dtype=torch.complex64):
         torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True, msg=lambda m: f"{what}: {m}")
 
 
+_ADDC_REF = {"COMPLEX_ADDCMUL": torch.addcmul, "COMPLEX_ADDCDIV": torch.addcdiv}
 _BINARY_REF = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,
                "eq": torch.eq, "ne": torch.ne}
 _UNARY_REF = {"neg": torch.neg, "conj_physical": torch.conj_physical, "abs": torch.abs, "angle": torch.angle,
@@ -108,7 +109,9 @@ _UNARY_REF = {"neg": torch.neg, "conj_physical": torch.conj_physical, "abs": tor
               "exp2": torch.exp2, "expm1": torch.expm1, "log": torch.log, "log2": torch.log2, "log10": torch.log10,
               "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos,
               "tan": torch.tan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh,
-              "sigmoid": torch.sigmoid, "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite}
+              "sigmoid": torch.sigmoid, "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite,
+              "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "asinh": torch.asinh, "acosh": torch.acosh,
+              "atanh": torch.atanh}
 
 
 def check_binary():
@@ -145,6 +148,25 @@ def check_unary():
         print("ok complex unary", dtype)
 
 
+def check_signed_zeros():
+    """neg and conj give -0 for +0 (Triton's -x would give +0), and the branch cuts follow the zero's sign:
+    asin/acos/atanh of 3 +- 0j, asinh of +-0 + 3j, as PyTorch's."""
+    x = torch.tensor([0.0, -0.0, 1.5])
+    out = torch.empty(3)
+    _run(_exprs.UNARY["neg"]["f"], out, [x], [torch.float32])
+    assert torch.equal(torch.signbit(out), torch.signbit(-x)), out
+    z = torch.tensor([complex(3, 0.0), complex(3, -0.0), complex(-2, 0.0), complex(-2, -0.0), complex(0.0, 3),
+                      complex(-0.0, 3), complex(0.0, -3), complex(-0.0, -3)], dtype=torch.complex128)
+    for name in ("neg", "conj_physical", "asin", "acos", "atanh", "asinh", "acosh", "atan", "sqrt", "log"):
+        out = torch.empty(8, dtype=torch.complex128)
+        _run(_exprs.UNARY[name]["c"], out, [z], [torch.complex128])
+        want = _UNARY_REF[name](z)
+        _close(out, want, f"{name} on the cuts", torch.complex128)
+        got_sign, want_sign = torch.signbit(torch.view_as_real(out)), torch.signbit(torch.view_as_real(want))
+        assert torch.equal(got_sign, want_sign), (name, out, want)
+    print("ok complex signed zeros and branch cuts")
+
+
 def check_division_by_zero():
     """C99's infinities for a zero divisor (torch's std::complex division), NaN for 0 / 0."""
     a = torch.tensor([1 + 0j, 1 + 1j, -2 + 3j, 0j], dtype=torch.complex128)
@@ -175,6 +197,9 @@ def check_mixed_and_scalars():
     _close(out, a[6:].repeat(2)[:100] ** 2, "complex ** 2")
     _run(_exprs.COMPLEX_ADD_SCALED, out, [a, r, 0.5 + 2j], [torch.complex64] * 3)
     _close(out, torch.add(a, r, alpha=0.5 + 2j), "add_scaled alpha complex")
+    for name, ref in _ADDC_REF.items():
+        _run(getattr(_exprs, name), out, [a, r, a[6:].repeat(2)[:100], 0.5 - 1j], [torch.complex64] * 4)
+        _close(out, ref(a, r, a[6:].repeat(2)[:100], value=0.5 - 1j), name)
     _run(_exprs.COMPLEX_FILL, out, [3 - 4j], [torch.complex64])
     _close(out, torch.full((100,), 3 - 4j), "fill")
     print("ok complex mixed operands and scalars")
@@ -239,6 +264,7 @@ def check_where_and_parts():
 if __name__ == "__main__":
     check_binary()
     check_unary()
+    check_signed_zeros()
     check_division_by_zero()
     check_mixed_and_scalars()
     check_strided_broadcast()

@@ -32,7 +32,7 @@ def test_complex_kernels_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 9, done.stdout
+    assert done.stdout.count("ok") == 10, done.stdout
 
 
 # -- _ops_fft on the CPU, cuFFT replaced by NumPy ------------------------------------------------------------
@@ -120,7 +120,7 @@ def numpy_cufft(monkeypatch):
 
 
 def _t(x):
-    return torch.from_numpy(np.ascontiguousarray(x.numpy()))
+    return torch.from_numpy(np.array(x.numpy()))  # (a copy that keeps 0-d arrays 0-d)
 
 
 def _e(x):
@@ -330,6 +330,12 @@ calls = {
     "istft": lambda: ember.istft(ember.ones(9, 13, dtype=ember.complex64, device="cuda"), 16, length=90),
     "eig": lambda: ember.linalg.eig(ember.eye(3, device="cuda"))[1],
     "eigvals": lambda: ember.linalg.eigvals(ember.eye(3, dtype=ember.float64, device="cuda")),
+    "flip": lambda: z.flip(0), "index_select": lambda: z.index_select(1, ember.tensor([0, 2], device="cuda")),
+    "index": lambda: z[ember.tensor([1, 0], device="cuda")], "cumsum": lambda: z.cumsum(0),
+    "var": lambda: z.var(1), "std_mean": lambda: z2.std_mean(0)[1], "norm": lambda: z.norm(),
+    "prod": lambda: z.prod(1), "index_put_": lambda: z.clone().index_put_((ember.tensor([0], device="cuda"),),
+                                                                        z[:1]),
+    "addcmul": lambda: ember.addcmul(z, z, z, value=1j), "asin": lambda: z.asin(), "eq_": lambda: z.clone().eq_(z),
 }
 for name, call in calls.items():
     put(name, call())
@@ -340,9 +346,9 @@ t.grad = None
 ember.fft.rfft(t.real, n=6).abs().sum().backward()
 put("grad rfft", t.grad)
 errors = {}
-# (lerp and asin: PyTorch has them, ember's CUDA has no complex kernel: an error, never a wrong result)
+# (lerp and logsumexp: PyTorch has them, ember's CUDA has no complex kernel: an error, never a wrong result)
 for name, call in {"maximum": lambda: ember.maximum(z, z), "floor": lambda: z.floor(),
-                   "lerp": lambda: ember.lerp(z, z, 0.5), "asin": lambda: z.asin()}.items():
+                   "lerp": lambda: ember.lerp(z, z, 0.5), "logsumexp": lambda: z.logsumexp(0)}.items():
     try:
         call()
         errors[name] = "no error"
@@ -373,7 +379,9 @@ def test_fake_host_complex_fft_eig():
         "clone T": [4, 3], "where": [3, 4], "fill_": [3, 4], "add alpha": [3, 4], "complex": [3, 4],
         "polar": [3, 4], "sum": [], "sum dim": [3], "sum dtype": [], "mm": [3, 3], "addmm": [3, 3], "fft": [3, 4],
         "ifft n": [3, 7], "rfft": [3, 3], "fft2 s": [2, 6], "fftn 5d": [2, 2, 3, 2, 2], "stft": [2, 9, 26],
-        "view_as_complex": [3], "eig": [3, 3], "grad abs(t*t)": [3, 4], "grad rfft": [3, 4]}
+        "view_as_complex": [3], "eig": [3, 3], "grad abs(t*t)": [3, 4], "grad rfft": [3, 4], "flip": [3, 4],
+        "index_select": [3, 2], "index": [2, 4], "cumsum": [3, 4], "prod": [3], "index_put_": [3, 4],
+        "addcmul": [3, 4], "asin": [3, 4], "eq_": [3, 4]}
     for name, shape in want.items():
         assert got[name] == ["cuda", shape, c64], name
     for name, value in {"div": ["cuda", [3, 4], c128], "exp": ["cuda", [3, 4], c128], "abs": ["cuda", [3, 4], f32],
@@ -385,10 +393,11 @@ def test_fake_host_complex_fft_eig():
                         "bmm": ["cuda", [2, 3, 3], c128], "irfft": ["cuda", [3, 6], f32],
                         "hfft": ["cuda", [3, 5], f32], "rfftn": ["cuda", [3, 3], c128],
                         "irfftn": ["cuda", [3, 6], f64], "istft": ["cuda", [90], f32],
-                        "eigvals": ["cuda", [3], c128]}.items():
+                        "eigvals": ["cuda", [3], c128], "var": ["cuda", [3], f32], "std_mean": ["cuda", [4], c128],
+                        "norm": ["cuda", [], f32]}.items():
         assert got[name] == value, name
     assert got["errors"] == {"maximum": "RuntimeError", "floor": "NotImplementedError",
-                             "lerp": "NotImplementedError", "asin": "NotImplementedError"}
+                             "lerp": "NotImplementedError", "logsumexp": "NotImplementedError"}
     # mm, bmm (two calls: broadcast operand 2-d... one strided-batched, not through GemmEx), addmm: the GemmEx
     # calls carry the complex types, the compute type of the parts' precision and a complex alpha
     assert [4, 4, 4, 68, 1.0, 0.0] in got["gemms"]
@@ -528,3 +537,83 @@ def test_eig_on_cuda():
         _gpu_close(vals, cv, dtype is ember.float64, scale=10.0)
         _gpu_close(vecs, cvec, dtype is ember.float64, scale=10.0)
         _gpu_close(ember.linalg.eigvals(m.cuda()), cv, dtype is ember.float64, scale=10.0)
+
+
+# -- _ops_complex's wrappers, around the CPU kernels --------------------------------------------------------------
+
+
+def _by_parts_cases(L, z, w, r, idx, mask):
+    """(name, in place?, call) of the ops _ops_complex runs part by part, on library L's tensors."""
+    return [
+        ("flip", False, lambda: L.flip(z, [0, 2])),
+        ("index_select", False, lambda: L.index_select(z, 1, idx)),
+        ("gather", False, lambda: L.gather(z, 2, idx.reshape(1, 1, 3).expand(4, 5, 3).contiguous())),
+        ("index", False, lambda: z[idx, :, idx[:1]]),
+        ("embedding", False, lambda: L.nn.functional.embedding(idx, w)),
+        ("index_put_", True, lambda: z.clone().index_put_((idx,), w[:3, :1, None], accumulate=True)),
+        ("masked_scatter_", True, lambda: z.clone().masked_scatter_(mask, w.reshape(-1).repeat(3))),
+        ("index_copy_", True, lambda: z.clone().index_copy_(1, idx, z[:, :3] * 2)),
+        ("index_fill_", True, lambda: z.clone().index_fill_(2, idx, 1.5 - 2j)),
+        ("index_add_", True, lambda: z.clone().index_add_(0, idx[:2], w[:2, :, None].expand(2, 5, 6), alpha=2)),
+        ("cumsum", False, lambda: L.cumsum(z, 1)), ("cumsum 0-d", False, lambda: L.cumsum(z[0, 0, 0], 0)),
+        ("var", False, lambda: L.var(z, (0, 2), correction=0)), ("std", False, lambda: L.std(z, 1, keepdim=True)),
+        ("var_mean", False, lambda: L.var_mean(z, 2)), ("std_mean", False, lambda: L.std_mean(z)),
+        ("norm", False, lambda: L.linalg.vector_norm(z, 3, dim=1)), ("norm fro", False, lambda: z.norm()),
+        ("prod", False, lambda: L.prod(z[:2, :2, :3], 1)),
+    ]
+
+
+def test_complex_by_parts_wrappers_on_cpu(monkeypatch):
+    """_ops_complex's wrappers (the op on the real parts, then on the imaginary parts; cumsum on the parts'
+    view; var/std from the parts' variances; norm of abs) around the CPU kernels, on CPU tensors, against
+    PyTorch: the splitting is device independent, the CUDA kernels under it are the real ones."""
+    from ember._cuda import _ops_complex
+    from ember._src.dispatch import OPS
+
+    for name in ("flip", "index_select", "gather", "index", "index_put_", "masked_scatter_", "embedding",
+                 "index_copy_", "index_fill_", "index_add_", "cumsum", "var", "var_mean", "std", "std_mean", "norm",
+                 "prod"):
+        monkeypatch.setitem(OPS[name].kernels, "cuda", OPS[name].kernels["cpu"])
+    saved = {name: dict(OPS[name].kernels) for name in ("flip", "index_select", "gather", "index", "index_put_",
+                                                         "masked_scatter_", "embedding", "index_copy_", "index_fill_",
+                                                         "index_add_", "cumsum", "var", "var_mean", "std", "std_mean",
+                                                         "norm", "prod")}
+    _ops_complex.register()  # wraps the "cuda" slots (the CPU kernels here)
+    for name in saved:  # the wrapped kernels in the CPU slots, so CPU tensors take them
+        monkeypatch.setitem(OPS[name].kernels, "cpu", OPS[name].kernels["cuda"])
+        monkeypatch.setitem(OPS[name].kernels, "cuda", saved[name]["cuda"])
+    g = torch.Generator().manual_seed(11)
+    tz = torch.randn(4, 5, 6, dtype=torch.complex128, generator=g)
+    tw = torch.randn(6, 5, dtype=torch.complex128, generator=g)
+    tr = torch.randn(4, 6, dtype=torch.float64, generator=g)
+    tidx = torch.tensor([2, 0, 3])
+    tmask = torch.rand(4, 5, 6, generator=g) > 0.5
+    ours = _by_parts_cases(ember, _e(tz), _e(tw), _e(tr), _e(tidx), _e(tmask))
+    theirs = _by_parts_cases(torch, tz, tw, tr, tidx, tmask)
+    for (name, _, call), (_, _, ref) in zip(ours, theirs):
+        got, want = call(), ref()
+        for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert gv.dtype.is_complex == wv.is_complex(), name
+            torch.testing.assert_close(_t(gv), wv, rtol=1e-12, atol=1e-12, msg=lambda m, n=name: f"{n}: {m}")
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_complex_by_parts_ops_on_cuda():
+    """The ops _ops_complex runs part by part, on CUDA, against the CPU's complex kernels."""
+    z, w = _crandn(4, 5, 6, dtype=ember.complex128, seed=12), _crandn(6, 5, dtype=ember.complex128, seed=13)
+    r = ember.randn(4, 6, dtype=ember.float64)
+    idx, mask = ember.tensor([2, 0, 3]), ember.rand(4, 5, 6) > 0.5
+    cpu = _by_parts_cases(ember, z, w, r, idx, mask)
+    gpu = _by_parts_cases(ember, z.cuda(), w.cuda(), r.cuda(), idx.cuda(), mask.cuda())
+    for (name, _, call), (_, _, ref) in zip(gpu, cpu):
+        got, want = call(), ref()
+        for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            _gpu_close(gv, wv, True, scale=10.0, what=name)
+    for name, fn in {"addcmul": lambda a: ember.addcmul(a, a, a.conj(), value=0.5j),
+                     "addcdiv": lambda a: ember.addcdiv(a, a, a + 3, value=2), "count_nonzero":
+                     lambda a: ember.count_nonzero(a.masked_fill(a.real > 0, 0), 1),
+                     "eq_": lambda a: a.clone().eq_(a.conj()), "asin": lambda a: a.asin(), "acos": lambda a: a.acos(),
+                     "atan": lambda a: a.atan(), "asinh": lambda a: a.asinh(), "acosh": lambda a: a.acosh(),
+                     "atanh": lambda a: a.atanh()}.items():
+        _gpu_close(fn(z.cuda()), fn(z), True, scale=10.0, what=name)

@@ -67,7 +67,7 @@ _SOFTPLUS = "tl.where({0} > 20.0, {0}, " + L + "log1p(" + L + "exp({0})))"
 
 UNARY = {
     "abs": {"f": "tl.abs({0})", "i": "tl.abs({0})"},
-    "neg": {"f": "-{0}", "i": "-{0}"},
+    "neg": {"f": "{0} * -1.0", "i": "-{0}"},  # (Triton's -x is 0 - x: +0 for +0, where PyTorch's is -0)
     "sign": {"f": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)",
              "i": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)", "b": "{0}"},
     "floor": {"f": L + "floor({0})", "i": "{0}"},
@@ -134,6 +134,8 @@ UNARY["logit"] = {"f": L + "log(_div(" + _LOGIT_X + ", 1.0 - " + _LOGIT_X + "))"
 
 # Complex entries (PyTorch's complex kernels are std::complex's formulas; these agree to a few ulps away from
 # overflow, with C99's special values for division by zero, 0 ** b and exp/sqrt of zero and of real values).
+# Negation is x * -1.0 wherever the sign of a zero part matters (Triton's -x is 0 - x): it picks the side of
+# a branch cut (asin(3 + 0j) vs asin(3 - 0j)).
 _C1 = "{0.r}, {0.i}"
 _COMPLEX_BINARY = {
     "add": "{0.r} + {1.r}, {0.i} + {1.i}",
@@ -146,8 +148,8 @@ _COMPLEX_BINARY = {
 }
 _LN2 = "0.6931471805599453"
 _COMPLEX_UNARY = {
-    "neg": "-{0.r}, -{0.i}",
-    "conj_physical": "{0.r}, -{0.i}",
+    "neg": "-{0.r}, -{0.i}",  # 0 - z, as PyTorch's complex neg (+0 parts for zeros)
+    "conj_physical": "{0.r}, {0.i} * -1.0",
     "abs": L + "hypot({0.r}, {0.i})",
     "angle": L + "atan2({0.i}, {0.r})",
     "sgn": "_csgn({0.r}, {0.i})",
@@ -169,6 +171,12 @@ _COMPLEX_UNARY = {
     "cosh": "_ccosh({0.r}, {0.i})",
     "tanh": "_ctanh({0.r}, {0.i})",
     "sigmoid": "_csigmoid({0.r}, {0.i})",
+    "asinh": "_casinh({0.r}, {0.i})",
+    "asin": "_casin({0.r}, {0.i})",
+    "acosh": "_cacosh({0.r}, {0.i})",
+    "acos": "_cacos({0.r}, {0.i})",
+    "atanh": "_catanh({0.r}, {0.i})",
+    "atan": "_catan({0.r}, {0.i})",
     "isnan": "({0.r} != {0.r}) | ({0.i} != {0.i})",
     "isinf": "(tl.abs({0.r}) == float('inf')) | (tl.abs({0.i}) == float('inf'))",
     "isfinite": "(tl.abs({0.r}) < float('inf')) & (tl.abs({0.i}) < float('inf'))",
@@ -185,6 +193,8 @@ COMPLEX_WHERE = "tl.where({0}, {1.r}, {2.r}), tl.where({0}, {1.i}, {2.i})"
 COMPLEX_MASKED_FILL = "tl.where({1}, {2.r}, {0.r}), tl.where({1}, {2.i}, {0.i})"
 COMPLEX_FILL = "tl.where(mask, {0.r}, {0.r}), tl.where(mask, {0.i}, {0.i})"
 COMPLEX_ADD_SCALED = "_cadd_scaled({0.r}, {0.i}, {1.r}, {1.i}, {2.r}, {2.i})"
+COMPLEX_ADDCMUL = "_caddcmul({0.r}, {0.i}, {1.r}, {1.i}, {2.r}, {2.i}, {3.r}, {3.i})"  # a + v * b * c
+COMPLEX_ADDCDIV = "_caddcdiv({0.r}, {0.i}, {1.r}, {1.i}, {2.r}, {2.i}, {3.r}, {3.i})"  # a + v * (b / c)
 COMPLEX_FROM_PARTS = "{0}, {1}"  # complex(real, imag)
 COMPLEX_POLAR = "{0} * " + L + "cos({1}), {0} * " + L + "sin({1})"  # polar(abs, angle)
 
@@ -251,6 +261,18 @@ def _cmul(ar, ai, br, bi):
 def _cadd_scaled(ar, ai, br, bi, cr, ci):
     pr, pi = _cmul(br, bi, cr, ci)
     return ar + pr, ai + pi
+
+
+@triton.jit
+def _caddcmul(ar, ai, br, bi, cr, ci, vr, vi):
+    pr, pi = _cmul(br, bi, cr, ci)
+    return _cadd_scaled(ar, ai, pr, pi, vr, vi)
+
+
+@triton.jit
+def _caddcdiv(ar, ai, br, bi, cr, ci, vr, vi):
+    qr, qi = _cdiv(br, bi, cr, ci)
+    return _cadd_scaled(ar, ai, qr, qi, vr, vi)
 
 
 @triton.jit
@@ -337,7 +359,7 @@ def _csin(r, i):
 
 @triton.jit
 def _ccos(r, i):
-    return libdevice.cos(r) * libdevice.cosh(i), -(libdevice.sin(r) * libdevice.sinh(i))
+    return libdevice.cos(r) * libdevice.cosh(i), libdevice.sin(r) * libdevice.sinh(i) * -1.0
 
 
 @triton.jit
@@ -362,8 +384,59 @@ def _ctanh(r, i):
 @triton.jit
 def _ctan(r, i):
     # tan z = -i tanh(i z)
-    tr, ti = _ctanh(-i, r)
-    return ti, -tr
+    tr, ti = _ctanh(i * -1.0, r)
+    return ti, tr * -1.0
+
+
+@triton.jit
+def _casinh(r, i):
+    # log(z + sqrt(z^2 + 1)) in the right half plane (no cancellation there), odd symmetry for the left
+    # (by the sign bit: -0 + iy of the cut |y| > 1 is the left side's, as C99's casinh)
+    neg = libdevice.signbit(r) != 0
+    wr = tl.where(neg, r * -1.0, r)
+    wi = tl.where(neg, i * -1.0, i)
+    sr, si = _cmul(wr, wi, wr, wi)
+    qr, qi = _csqrt(sr + 1.0, si)
+    lr, li = _clog(wr + qr, wi + qi)
+    return tl.where(neg, lr * -1.0, lr), tl.where(neg, li * -1.0, li)
+
+
+@triton.jit
+def _casin(r, i):
+    # asin z = -i asinh(i z)
+    ar, ai = _casinh(i * -1.0, r)
+    return ai, ar * -1.0
+
+
+@triton.jit
+def _cacosh(r, i):
+    # log(z + sqrt(z + 1) sqrt(z - 1)): the principal branch with its cut below 1
+    pr, pi = _csqrt(r + 1.0, i)
+    mr, mi = _csqrt(r - 1.0, i)
+    qr, qi = _cmul(pr, pi, mr, mi)
+    return _clog(r + qr, i + qi)
+
+
+@triton.jit
+def _cacos(r, i):
+    # acos z = pi / 2 - asin z
+    ar, ai = _casin(r, i)
+    return 1.5707963267948966 - ar, ai * -1.0
+
+
+@triton.jit
+def _catanh(r, i):
+    # (log(1 + z) - log(1 - z)) / 2
+    ar, ai = _clog(1.0 + r, i)
+    br, bi = _clog(1.0 - r, i * -1.0)
+    return tl.where(r == 0, r, 0.5 * (ar - br)), 0.5 * (ai - bi)  # (an imaginary z keeps its zero's sign)
+
+
+@triton.jit
+def _catan(r, i):
+    # atan z = -i atanh(i z)
+    ar, ai = _catanh(i * -1.0, r)
+    return ai, ar * -1.0
 
 
 @triton.jit

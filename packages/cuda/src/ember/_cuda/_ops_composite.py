@@ -33,7 +33,6 @@ def _dims(dim, ndim: int):
 
 
 def _count_nonzero(x, dim=None):
-    _real(x, "count_nonzero")
     dims = _dims(dim, x.ndim)
     nz = (x != 0).to(dt.int64)
     return nz.sum(dims) if dims else nz.sum()  # an empty dim list reduces everything, as in PyTorch
@@ -188,9 +187,10 @@ def register() -> None:
     OPS["angle"].kernels["cuda"] = _angle
     OPS["sgn"].kernels["cuda"] = _sgn
     OPS["conj_physical"].kernels["cuda"] = _conj_physical
-    from . import _ops_fft
+    from . import _ops_complex, _ops_fft
 
     _ops_fft.register()  # the FFT primitives on cuFFT, composed by ember.fft as on the CPU
+    _ops_complex.register()  # complex tensors through the real kernels registered above (by their parts)
     OPS["complex"].kernels["cuda"] = _from_parts("COMPLEX_FROM_PARTS", ("real", "imag"))
     OPS["polar"].kernels["cuda"] = _from_parts("COMPLEX_POLAR", ("abs", "angle"))
     # The core's rounded division is itself a composite of dispatched ops (floor_divide, fmod, div, trunc).

@@ -122,6 +122,13 @@ def _binary_kernels(name: str, kind: str):
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             check_write(self, (other,))
         shape, promoted, result = pw._binary_result(self, other, kind, name)
+        if kind == pw._BOOL_RESULT and self.dtype.is_complex:  # eq_/ne_: the comparison written as 1 + 0j / 0
+            pw._check_inplace(self, shape, self.dtype, name + "_")
+            from ._ops_copy import device_copy
+
+            device_copy(self, kernel(self, other))
+            self._bump_version()
+            return self
         pw._check_inplace(self, shape, self.dtype if kind == pw._BOOL_RESULT else result, name + "_")
         compute = compute_of(promoted)
         expr = _exprs.lookup(table, name, compute)
@@ -314,23 +321,23 @@ def _add_scaled_kernels():
 
 def _addc_kernels(name):
     expr = "{0} + {3} * {1} * {2}" if name == "addcmul" else "{0} + {3} * _div({1}, {2})"
+    cexpr = _exprs.COMPLEX_ADDCMUL if name == "addcmul" else _exprs.COMPLEX_ADDCDIV
 
     def run(self, t1, t2, value, in_place):
-        _check_real(self, t1, t2)
         if in_place:
             check_write(self, (t1, t2))
         shape, promoted, scalars = fp._addc_result(name, self, t1, t2, value)
         compute = compute_of(promoted)
-        if name == "addcdiv" and not compute.is_floating_point:
+        if name == "addcdiv" and not (compute.is_floating_point or compute.is_complex):
             raise NotImplementedError("addcdiv of integer tensors has no CUDA kernel in ember")
-        v = float(value) if compute.is_floating_point else int(value)
+        v = value if compute.is_complex else float(value) if compute.is_floating_point else int(value)
         if in_place:
             fp.check_inplace(self, shape, promoted)
             out = self
         else:
             out = empty(shape, promoted, self._device)
         d = self._device
-        launch(expr, out, [self, _operand(t1, d), _operand(t2, d), v], [compute] * 4)
+        launch(cexpr if compute.is_complex else expr, out, [self, _operand(t1, d), _operand(t2, d), v], [compute] * 4)
         if in_place:
             self._bump_version()
         return out
