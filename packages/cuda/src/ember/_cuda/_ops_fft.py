@@ -71,8 +71,8 @@ def _find_library():
             return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
         except OSError:
             continue
-    raise RuntimeError("cuFFT not found: ember's CUDA FFTs need NVIDIA's cuFFT library, from the nvidia-cufft-cu12 "
-                       "wheel (CUDA 12) or nvidia-cufft (CUDA 13): pip install nvidia-cufft-cu12")
+    raise RuntimeError("cuFFT not found: ember's CUDA FFTs need NVIDIA's cuFFT library, from the nvidia-cufft wheel "
+                       "(CUDA 13: pip install ember[cuda] installs it) or nvidia-cufft-cu12 (CUDA 12)")
 
 
 def _lib():
