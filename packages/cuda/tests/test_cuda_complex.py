@@ -346,9 +346,9 @@ t.grad = None
 ember.fft.rfft(t.real, n=6).abs().sum().backward()
 put("grad rfft", t.grad)
 errors = {}
-# (lerp and logsumexp: PyTorch has them, ember's CUDA has no complex kernel: an error, never a wrong result)
+# (lerp and cumprod: PyTorch has them, ember has no complex kernel: an error, never a wrong result)
 for name, call in {"maximum": lambda: ember.maximum(z, z), "floor": lambda: z.floor(),
-                   "lerp": lambda: ember.lerp(z, z, 0.5), "logsumexp": lambda: z.logsumexp(0)}.items():
+                   "lerp": lambda: ember.lerp(z, z, 0.5), "cumprod": lambda: z.cumprod(0)}.items():
     try:
         call()
         errors[name] = "no error"
@@ -397,7 +397,7 @@ def test_fake_host_complex_fft_eig():
                         "norm": ["cuda", [], f32]}.items():
         assert got[name] == value, name
     assert got["errors"] == {"maximum": "RuntimeError", "floor": "NotImplementedError",
-                             "lerp": "NotImplementedError", "logsumexp": "NotImplementedError"}
+                             "lerp": "NotImplementedError", "cumprod": "NotImplementedError"}
     # mm, bmm (two calls: broadcast operand 2-d... one strided-batched, not through GemmEx), addmm: the GemmEx
     # calls carry the complex types, the compute type of the parts' precision and a complex alpha
     assert [4, 4, 4, 68, 1.0, 0.0] in got["gemms"]
@@ -560,6 +560,7 @@ def _by_parts_cases(L, z, w, r, idx, mask):
         ("var_mean", False, lambda: L.var_mean(z, 2)), ("std_mean", False, lambda: L.std_mean(z)),
         ("norm", False, lambda: L.linalg.vector_norm(z, 3, dim=1)), ("norm fro", False, lambda: z.norm()),
         ("prod", False, lambda: L.prod(z[:2, :2, :3], 1)),
+        ("logsumexp", False, lambda: L.logsumexp(z, (0, 2))), ("logsumexp kd", False, lambda: L.logsumexp(z, 1, True)),
     ]
 
 
@@ -572,12 +573,12 @@ def test_complex_by_parts_wrappers_on_cpu(monkeypatch):
 
     for name in ("flip", "index_select", "gather", "index", "index_put_", "masked_scatter_", "embedding",
                  "index_copy_", "index_fill_", "index_add_", "cumsum", "var", "var_mean", "std", "std_mean", "norm",
-                 "prod"):
+                 "prod", "logsumexp"):
         monkeypatch.setitem(OPS[name].kernels, "cuda", OPS[name].kernels["cpu"])
     saved = {name: dict(OPS[name].kernels) for name in ("flip", "index_select", "gather", "index", "index_put_",
                                                          "masked_scatter_", "embedding", "index_copy_", "index_fill_",
                                                          "index_add_", "cumsum", "var", "var_mean", "std", "std_mean",
-                                                         "norm", "prod")}
+                                                         "norm", "prod", "logsumexp")}
     _ops_complex.register()  # wraps the "cuda" slots (the CPU kernels here)
     for name in saved:  # the wrapped kernels in the CPU slots, so CPU tensors take them
         monkeypatch.setitem(OPS[name].kernels, "cpu", OPS[name].kernels["cuda"])

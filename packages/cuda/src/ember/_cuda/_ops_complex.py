@@ -7,6 +7,7 @@
 - cumsum: linear, so the parts' (..., 2) float view scanned along the same dim;
 - var/std (and _mean): PyTorch's complex variance is E|z - mean|^2 = var(real) + var(imag), a real result;
 - norm: the norm of ``abs`` (PyTorch's vector norm of complex numbers), a real result;
+- logsumexp: shifted by the largest real part, in dispatched ops (the CPU's formula);
 - prod: on the host (the CPU's complex product kernel; one copy each way), as there is no complex
   multiplication in the reduction kernels.
 
@@ -122,6 +123,27 @@ def _norm(kernel):
     return run
 
 
+def _logsumexp(kernel):
+    """log(sum(exp(z))) shifted by the largest real part (0 where it is infinite), as PyTorch's and the
+    CPU's complex logsumexp, in dispatched ops."""
+
+    def run(x, dim, keepdim=False):
+        if x.dtype not in _COMPLEX:
+            return kernel(x, dim, keepdim)
+        from ember._src.ops.reduction import composite
+
+        dims, shape, _ = composite._lse_result(x, dim, keepdim)
+        dims = list(dims)
+        if x.numel() == 0 or not dims:
+            return x.exp().sum(dims, keepdim=keepdim).log() if dims else x.exp().log()
+        m = _part(x, 0).amax(dims, keepdim=True)
+        m = m.where(~m.isinf(), 0.0)
+        s = (x - m).exp().sum(dims, keepdim=keepdim)
+        return s.log() + m.reshape(s._shape)
+
+    return run
+
+
 def _prod(kernel, cpu_kernel):
     def run(x, dim=None, keepdim=False, dtype=None):
         if x.dtype not in _COMPLEX and (dtype is None or dtype not in _COMPLEX):
@@ -134,7 +156,7 @@ def _prod(kernel, cpu_kernel):
 def register() -> None:
     kernels = {name: OPS[name].kernels["cuda"] for name in (
         "flip", "index_select", "gather", "index", "index_put_", "masked_scatter_", "embedding", "index_copy_",
-        "index_fill_", "index_add_", "cumsum", "var", "var_mean", "std", "std_mean", "norm", "prod")}
+        "index_fill_", "index_add_", "cumsum", "var", "var_mean", "std", "std_mean", "norm", "prod", "logsumexp")}
     for name in ("flip", "index_select", "gather", "index", "embedding"):
         OPS[name].kernels["cuda"] = _by_parts(kernels[name], False)
     for name in ("index_put_", "masked_scatter_", "index_copy_", "index_add_"):
@@ -147,3 +169,4 @@ def register() -> None:
     OPS["std_mean"].kernels["cuda"] = _std(kernels["std_mean"], OPS["var_mean"].kernels["cuda"], True)
     OPS["norm"].kernels["cuda"] = _norm(kernels["norm"])
     OPS["prod"].kernels["cuda"] = _prod(kernels["prod"], OPS["prod"].kernels["cpu"])
+    OPS["logsumexp"].kernels["cuda"] = _logsumexp(kernels["logsumexp"])
