@@ -406,6 +406,48 @@ def test_fake_host_complex_fft_eig():
     assert got["plan cache"] >= 10
 
 
+_COMPILE = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember._src import dtypes as dt
+from ember._cuda import _elementwise as ew, _exprs
+ember.ones(1, device="cuda")
+cd, rd = dt.complex128, dt.float64
+jobs = [(e["c"], (("t", cd, cd), ("s", cd)), dt.bool if n in ("eq", "ne") else cd)
+        for n, e in _exprs.BINARY.items() if "c" in e]
+jobs += [(e["c"], (("t", cd, cd),), rd if n in ("abs", "angle") else dt.bool if n.startswith("is") else cd)
+         for n, e in _exprs.UNARY.items() if "c" in e]
+jobs += [(_exprs.COMPLEX_COPY, (("t", dt.complex64, cd),), cd), (_exprs.COMPLEX_TO_BOOL, (("t", cd, cd),), dt.bool),
+         (_exprs.COMPLEX_WHERE, (("t", dt.bool, dt.bool), ("t", cd, cd), ("s", cd)), cd),
+         (_exprs.COMPLEX_MASKED_FILL, (("t", cd, cd), ("t", dt.bool, dt.bool), ("s", cd)), cd),
+         (_exprs.COMPLEX_FILL, (("s", cd),), cd),
+         (_exprs.COMPLEX_ADD_SCALED, (("t", cd, cd), ("t", rd, cd), ("s", cd)), cd),
+         (_exprs.COMPLEX_ADDCMUL, (("t", cd, cd),) * 3 + (("s", cd),), cd),
+         (_exprs.COMPLEX_ADDCDIV, (("t", cd, cd),) * 3 + (("s", cd),), cd),
+         (_exprs.COMPLEX_FROM_PARTS, (("t", rd, rd),) * 2, cd), (_exprs.COMPLEX_POLAR, (("t", rd, rd),) * 2, cd),
+         ("{0}", (("t", cd, rd),), rd)]
+for expr, spec, out in jobs:  # 2-d strided operands with 64-bit offsets: every part of the code generation
+    ew._plan(expr, spec, out, 2, (False,) * (1 + sum(s[0] == "t" for s in spec)), True, False, False, 0)
+print(len(jobs), "compiled")
+"""
+
+
+def test_every_complex_expression_compiles_for_sm90():
+    """Every "c" expression and complex helper compiled by Triton for sm_90 (the interpreter runs Python and
+    accepts code the compiler refuses): complex128 with a complex scalar, strided, 64-bit offsets."""
+    pytest.importorskip("triton")
+    if ember.cuda.is_available():
+        pytest.skip("the fake host replaces the driver of a process without a GPU")
+    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
+    done = subprocess.run([sys.executable, "-c", _COMPILE, str(benchmarks)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("compiled"), done.stdout
+
+
 # -- on the GPU -------------------------------------------------------------------------------------------------
 
 
