@@ -1,4 +1,4 @@
-"""The host side of ember's CUDA path, measured without a GPU: the driver, cuBLAS and the kernel
+"""The host side of ember's CUDA path, measured without a GPU: the driver, cuBLAS, cuFFT and the kernel
 loader are replaced by no-op C functions (the ctypes calls keep their argument conversion), device
 memory by fake addresses, and Triton kernels are compiled for sm_90 as on the GPU (or found in the
 kernel cache, ``EMBER_CUDA_CACHE``). Everything ember runs in Python per op (dispatch, autograd,
@@ -81,6 +81,17 @@ def install() -> None:
         cublasLtMatmulPreferenceCreate=_noop([ctypes.POINTER(vp)]),
         cublasLtMatmulPreferenceSetAttribute=_noop([vp, i32, vp, sz]), cublasLtMatmulAlgoGetHeuristic=heuristic,
         cublasLtMatmul=_noop([vp] * 14 + [sz, vp]))
+
+    from ember._cuda import (
+        _ops_fft,  # cuFFT: plans and transforms as no-op calls (plan handle 0, no work area)
+    )
+
+    fft = {"cufftCreate": [ctypes.POINTER(i32)], "cufftSetAutoAllocation": [i32, i32],
+           "cufftMakePlanMany64": [i32, i32, vp, vp, i64, i64, vp, i64, i64, i32, i64, vp],
+           "cufftSetStream": [i32, vp], "cufftSetWorkArea": [i32, vp], "cufftDestroy": [i32]}
+    fft.update({name: [i32, vp, vp, i32] if name in ("cufftExecC2C", "cufftExecZ2Z") else [i32, vp, vp]
+                for name in _ops_fft._EXEC.values()})
+    _ops_fft._STATE["lib"] = SimpleNamespace(**{name: _noop(argtypes) for name, argtypes in fft.items()})
 
     def load(cubin, meta, kinds, device):
         return _fastcall.make_launcher(1, kinds, meta["num_warps"], meta["shared"], meta["name"])

@@ -6,7 +6,8 @@ transposed (``.t()``, ``.mT``) operands; other layouts are made contiguous first
 products use ``cublasGemmStridedBatchedEx`` (batch stride 0 broadcasts). float16/bfloat16
 accumulate in float32; float32 uses TF32 tensor cores only when
 ``ember.backends.cuda.matmul.allow_tf32`` is set or the float32 matmul precision is not
-"highest", as in PyTorch.
+"highest", as in PyTorch. complex64/complex128 are the same calls on CUDA_C_32F/CUDA_C_64F
+(interleaved pairs, as ember stores them), with complex alpha/beta.
 
 The per-call entry points (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``, ``cublasSetStream_v2``,
 ``cublasLtMatmul`` and the bias attribute's ``cublasLtMatmulDescSetAttribute``) are called through
@@ -30,7 +31,8 @@ from ._allocator import allocator
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import _TLS as _STREAMS_TLS
 
-_CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14}
+_CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14,
+              dt.complex64: 4, dt.complex128: 5}  # CUDA_C_32F / CUDA_C_64F: cuBLAS's complex GEMMs
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
 _OP_N, _OP_T = 0, 1
 _STATE: dict = {}
@@ -88,12 +90,16 @@ def _fns(lib):
 _SCALARS: dict = {}
 
 
-def _scalars(double: bool, alpha, beta):
-    key = (double, alpha, beta)
+def _scalars(double: bool, alpha, beta, cplx: bool = False):
+    key = (double, alpha, beta, cplx)
     sc = _SCALARS.get(key)
     if sc is None:
         ty = ctypes.c_double if double else ctypes.c_float
-        al, be = ty(alpha), ty(beta)
+        if cplx:  # cuComplex / cuDoubleComplex: (real, imag)
+            alpha, beta = complex(alpha), complex(beta)
+            al, be = (ty * 2)(alpha.real, alpha.imag), (ty * 2)(beta.real, beta.imag)
+        else:
+            al, be = ty(alpha), ty(beta)
         sc = (al, be, ctypes.addressof(al), ctypes.addressof(be))
         if len(_SCALARS) < 64:
             _SCALARS[key] = sc
@@ -162,7 +168,7 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
         from ember._src.ops._common import type_name
 
         raise NotImplementedError(f"\"addmm_cuda\" not implemented for '{type_name(dtype)}' (ember's CUDA matmul "
-                                  "covers float16, bfloat16, float32 and float64)")
+                                  "covers float16, bfloat16, float32, float64, complex64 and complex128)")
     m, k = a._shape[-2], a._shape[-1]
     n = b._shape[-1]
     if m == 0 or n == 0:
@@ -184,8 +190,11 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
     s = streams.get(index) if streams else None
     stream = 0 if s is None else s.cuda_stream
     call = _CALL
-    if dtype is dt.float64:
+    cplx = dtype is dt.complex64 or dtype is dt.complex128
+    if dtype is dt.float64 or dtype is dt.complex128:
         compute = _COMPUTE_64F
+    elif cplx:
+        compute = _COMPUTE_32F
     else:
         compute = _COMPUTE_32F_FAST_TF32 if (dtype is dt.float32 and _tf32()) else _COMPUTE_32F
     ty = _CUDA_TYPE[dtype]
@@ -198,7 +207,7 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
         if _TLS.stream.get(index) != stream:
             _check(call(fns[3], hv, stream), "cublasSetStream")
             _TLS.stream[index] = stream
-        sc = _scalars(compute == _COMPUTE_64F, alpha, beta)
+        sc = _scalars(compute == _COMPUTE_64F, alpha, beta, cplx)
         if single:
             status = call(fns[1], hv, op_b, op_a, n, m, k, sc[2], b.data_ptr(), ty, ldb, a.data_ptr(), ty, lda, sc[3],
                           c.data_ptr(), ty, n, compute, -1)
@@ -213,10 +222,7 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
     if _TLS.stream.get(index) != stream:
         _check(lib.cublasSetStream_v2(h, stream), "cublasSetStream")
         _TLS.stream[index] = stream
-    if dtype is dt.float64:
-        al, be = ctypes.c_double(alpha), ctypes.c_double(beta)
-    else:
-        al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
+    al, be = _scalars(compute == _COMPUTE_64F, alpha, beta, cplx)[:2]
     if single:
         _check(lib.cublasGemmEx(h, op_b, op_a, n, m, k, ctypes.byref(al), b.data_ptr(), ty, ldb, a.data_ptr(), ty,
                                 lda, ctypes.byref(be), c.data_ptr(), ty, n, compute, -1), "cublasGemmEx")

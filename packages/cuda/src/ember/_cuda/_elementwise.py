@@ -7,6 +7,14 @@ are collapsed first (size-1 dims dropped, neighbours merged where every operand 
 across them), so contiguous same-shape operands index with the linear offset alone and
 strided/broadcast ones decompose it into at most the collapsed rank. Offsets are 32-bit
 unless some extent needs 64.
+
+Complex tensors (complex64/complex128: Triton has no complex type) are read and written as
+interleaved (real, imag) pairs of their parts' float dtype: an operand computed in a complex
+dtype loads ``x{i}`` (real part) and ``x{i}_i`` (imaginary part; zeros for a real operand), a
+complex Python number is passed as two scalar arguments, and the expression (``_exprs``' "c"
+entries, which name the parts ``{0.r}``/``{0.i}``) evaluates to a (real, imag) pair when the
+result is complex, to one value otherwise (abs, angle, comparisons). A complex operand
+computed in a real dtype loads its real part (a cast to a real dtype, as PyTorch's).
 """
 
 from __future__ import annotations
@@ -26,12 +34,16 @@ TL = {
     dt.int8: "tl.int8", dt.uint8: "tl.uint8", dt.int16: "tl.int16", dt.int32: "tl.int32", dt.int64: "tl.int64",
     dt.bool: "tl.int1",
 }
+PARTS = {dt.complex64: dt.float32, dt.complex128: dt.float64}  # a complex dtype -> its parts' dtype
 HEADER = "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n\n" + PRELUDE
 _INT31 = (1 << 31) - 1
+_NUMBERS = (int, float, bool, complex)
 
 
 def scalar_arg_type(compute) -> str:
-    """The kernel-argument type a Python number is passed as, computing in ``compute``."""
+    """The kernel-argument type a Python number is passed as, computing in ``compute`` (each part of
+    a complex number: its parts' type)."""
+    compute = PARTS.get(compute, compute)
     if compute is dt.float64:
         return "fp64"
     if compute.is_floating_point:
@@ -43,6 +55,32 @@ def _scalar_value(value, compute):
     if compute.is_floating_point:
         return float(value)
     return int(value)
+
+
+def _add_scalar(args: list, value, compute) -> None:
+    """Appends a Python number's kernel argument(s): two (real, imag) for a complex compute dtype."""
+    if compute in PARTS:
+        value = complex(value)
+        args.append(value.real)
+        args.append(value.imag)
+    else:
+        args.append(_scalar_value(value, compute))
+
+
+class _Operand(str):
+    """An operand's name in an expression; ``.r``/``.i`` name a complex operand's parts."""
+
+    @property
+    def r(self):
+        return str(self)
+
+    @property
+    def i(self):
+        return str(self) + "_i"
+
+
+def _any_complex(out, operands) -> bool:
+    return out.dtype in PARTS or any(not isinstance(op, _NUMBERS) and op.dtype in PARTS for op in operands)
 
 
 def collapse(shape: tuple, strides: list) -> tuple:
@@ -76,14 +114,17 @@ def _broadcast_strides(t, ndim: int, shape: tuple) -> tuple:
 def _source(expr: str, spec: tuple, out_dtype, ndim: int, linear: tuple, idx64: bool) -> tuple:
     """(source, signature) of the kernel; ``spec`` is per operand ("t", load, compute) or ("s", compute)."""
     args = ["p_out"]
-    sig = {"p_out": "*" + TRITON[out_dtype]}
+    sig = {"p_out": "*" + TRITON[PARTS.get(out_dtype, out_dtype)]}
     for i, s in enumerate(spec):
         if s[0] == "t":
             args.append(f"p{i}")
-            sig[f"p{i}"] = "*" + TRITON[s[1]]
+            sig[f"p{i}"] = "*" + TRITON[PARTS.get(s[1], s[1])]
         else:
             args.append(f"s{i}")
             sig[f"s{i}"] = scalar_arg_type(s[1])
+            if s[1] in PARTS:
+                args.append(f"s{i}_i")
+                sig[f"s{i}_i"] = scalar_arg_type(s[1])
     args.append("n")
     sig["n"] = "i64" if idx64 else "i32"
     itype = "i64" if idx64 else "i32"
@@ -119,14 +160,32 @@ def _source(expr: str, spec: tuple, out_dtype, ndim: int, linear: tuple, idx64: 
     t = 1
     for i, s in enumerate(spec):
         if s[0] == "t":
-            lines.append(f"    x{i} = tl.load(p{i} + ({offset(t, str(i))}), mask=mask).to({TL[s[2]]})")
+            off = offset(t, str(i))
+            ct = TL[PARTS.get(s[2], s[2])]
+            if s[1] in PARTS:  # interleaved (real, imag) pairs
+                lines.append(f"    x{i} = tl.load(p{i} + 2 * ({off}), mask=mask).to({ct})")
+                if s[2] in PARTS:
+                    lines.append(f"    x{i}_i = tl.load(p{i} + 2 * ({off}) + 1, mask=mask).to({ct})")
+            else:
+                lines.append(f"    x{i} = tl.load(p{i} + ({off}), mask=mask).to({ct})")
+                if s[2] in PARTS:
+                    lines.append(f"    x{i}_i = tl.zeros_like(x{i})")
             t += 1
         elif s[1] is dt.bool:
             lines.append(f"    x{i} = s{i} != 0")
         else:
             lines.append(f"    x{i} = s{i}")
-    lines.append(f"    r = {expr.format(*[f'x{i}' for i in range(len(spec))])}")
-    lines.append(f"    tl.store(p_out + ({offset(0, 'out')}), r.to({TL[out_dtype]}), mask=mask)")
+            if s[1] in PARTS:
+                lines.append(f"    x{i}_i = s{i}_i")
+    names = [_Operand(f"x{i}") for i in range(len(spec))]
+    if out_dtype in PARTS:
+        ot = TL[PARTS[out_dtype]]
+        lines.append(f"    r, r_i = {expr.format(*names)}")
+        lines.append(f"    tl.store(p_out + 2 * ({offset(0, 'out')}), r.to({ot}), mask=mask)")
+        lines.append(f"    tl.store(p_out + 2 * ({offset(0, 'out')}) + 1, r_i.to({ot}), mask=mask)")
+    else:
+        lines.append(f"    r = {expr.format(*names)}")
+        lines.append(f"    tl.store(p_out + ({offset(0, 'out')}), r.to({TL[out_dtype]}), mask=mask)")
     return HEADER + "\n".join(lines) + "\n", sig
 
 
@@ -196,8 +255,8 @@ def _launch_contiguous(expr, out, operands, computes, shape, strides, n) -> bool
     bits = out_ptr | n
     args, spec = [], []
     for op, c in zip(operands, computes):
-        if isinstance(op, (int, float, bool)):
-            args.append(_scalar_value(op, c))
+        if isinstance(op, _NUMBERS):
+            _add_scalar(args, op, c)
             spec.append(("s", c))
         else:
             if op._shape != shape or op._stride != strides:
@@ -218,7 +277,6 @@ def _launch_contiguous(expr, out, operands, computes, shape, strides, n) -> bool
 # the launch geometry ``launch`` derives from them: a training step meets the same few hundred again and
 # again, and deriving it (broadcast, collapse, extent) costs more than the launch itself.
 _GEOMETRY: dict = {}
-_NUMBERS = (int, float, bool)
 
 
 def _geometry(out, operands, computes, shape, n) -> tuple:
@@ -237,6 +295,8 @@ def _geometry(out, operands, computes, shape, n) -> tuple:
     contiguous = tuple(contiguous)
     linear = tuple(st == contiguous for st in cstrides)
     extent = max([n] + [sum((s - 1) * abs(st) for s, st in zip(cshape, sts)) + 1 for sts in cstrides])
+    if any(t.dtype in PARTS for t in tensors):
+        extent *= 2  # complex offsets index the parts: twice the elements' offsets
     spec = tuple(("s", c) if isinstance(op, _NUMBERS) else ("t", op.dtype, c) for op, c in zip(operands, computes))
     tail = list(cshape[1:])
     for j, sts in enumerate(cstrides):
@@ -252,8 +312,8 @@ def launch(expr: str, out, operands: list, computes: list) -> None:
     strides, n = _SHAPES.get(shape) or contiguous_info(shape)
     if n == 0:
         return
-    if out._stride == strides and n <= _INT31 and _launch_contiguous(expr, out, operands, computes, shape, strides,
-                                                                      n):
+    if out._stride == strides and (n <= _INT31 >> 1 or (n <= _INT31 and not _any_complex(out, operands))) and \
+            _launch_contiguous(expr, out, operands, computes, shape, strides, n):
         return
     key = (expr, out.dtype, shape, out._stride,
            tuple(("s", c) if isinstance(op, _NUMBERS) else (op._shape, op._stride, op.dtype, c)
@@ -272,7 +332,7 @@ def launch(expr: str, out, operands: list, computes: list) -> None:
     t = 1
     for op, c in zip(operands, computes):
         if isinstance(op, _NUMBERS):
-            args.append(_scalar_value(op, c))
+            _add_scalar(args, op, c)
         else:
             args.append(ptrs[t])
             t += 1

@@ -1,6 +1,7 @@
-"""CUDA kernels composed of other CUDA kernels, for real dtypes (ember's CUDA device has no complex
-kernels): count_nonzero, nanmean, angle, sgn(_), conj_physical(_), rounded division, the
-in-place scans cumsum_/cumprod_, bincount, histc and binary_cross_entropy.
+"""CUDA kernels composed of other CUDA kernels: count_nonzero, nanmean, angle, sgn(_),
+conj_physical(_), rounded division, the in-place scans cumsum_/cumprod_, bincount, histc and
+binary_cross_entropy; complex and polar. angle, sgn and conj_physical of complex tensors are one
+generated kernel each (_exprs' "c" entries); the others are for real dtypes.
 
 The core's own checks run first where it has them as functions; results keep the CPU kernels'
 dtypes (angle of an integer tensor is of the default float dtype, nanmean rounds once to the
@@ -32,7 +33,6 @@ def _dims(dim, ndim: int):
 
 
 def _count_nonzero(x, dim=None):
-    _real(x, "count_nonzero")
     dims = _dims(dim, x.ndim)
     nz = (x != 0).to(dt.int64)
     return nz.sum(dims) if dims else nz.sum()  # an empty dim list reduces everything, as in PyTorch
@@ -55,21 +55,54 @@ def _nanmean(x, dim=None, keepdim=False, dtype=None):
     return (total / count).to(rd)
 
 
+def _complex_unary(name: str, x, result):
+    from . import _exprs
+    from ._elementwise import launch
+
+    out = new_empty_tensor(x._shape, result, x._device)
+    launch(_exprs.lookup(_exprs.UNARY, name, x.dtype), out, [x], [x.dtype])
+    return out
+
+
 def _angle(x):
-    _real(x, "angle")
+    if x.dtype.is_complex:
+        return _complex_unary("angle", x, x.dtype.to_real())
     rd = x.dtype if x.dtype.is_floating_point else dt.get_default_dtype()
     xf = x.to(rd)
     return xf.where(xf.isnan(), (xf < 0).to(rd) * math.pi)
 
 
 def _sgn(x):
-    _real(x, "sgn")
+    if x.dtype.is_complex:
+        return _complex_unary("sgn", x, x.dtype)
     return x.sign()
 
 
 def _conj_physical(x):
-    _real(x, "conj_physical")
+    if x.dtype.is_complex:
+        return _complex_unary("conj_physical", x, x.dtype)
     return x.clone()
+
+
+def _from_parts(name: str, names: tuple):
+    """complex(real, imag) / polar(abs, angle): one kernel writing both parts (broadcast, as the CPU's)."""
+    from ember._src.ops.pointwise import complex as cx
+
+    from . import _exprs
+    from ._elementwise import launch
+
+    expr = getattr(_exprs, name)
+
+    def kernel(a, b):
+        shape, dtype = cx._parts_check(a, b, names)
+        if a._device is not b._device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{a._device} and {b._device}!")
+        out = new_empty_tensor(shape, dtype, a._device)
+        launch(expr, out, [a, b], [a.dtype, a.dtype])
+        return out
+
+    return kernel
 
 
 def _inplace(oop_name: str):
@@ -158,6 +191,12 @@ def register() -> None:
     OPS["angle"].kernels["cuda"] = _angle
     OPS["sgn"].kernels["cuda"] = _sgn
     OPS["conj_physical"].kernels["cuda"] = _conj_physical
+    from . import _ops_complex, _ops_fft
+
+    _ops_fft.register()  # the FFT primitives on cuFFT, composed by ember.fft as on the CPU
+    _ops_complex.register()  # complex tensors through the real kernels registered above (by their parts)
+    OPS["complex"].kernels["cuda"] = _from_parts("COMPLEX_FROM_PARTS", ("real", "imag"))
+    OPS["polar"].kernels["cuda"] = _from_parts("COMPLEX_POLAR", ("abs", "angle"))
     # The core's rounded division is itself a composite of dispatched ops (floor_divide, fmod, div, trunc).
     OPS["div_rounding"].kernels["cuda"] = OPS["div_rounding"].kernels["cpu"]
     # So is native_channel_shuffle's (reshape, transpose, contiguous).

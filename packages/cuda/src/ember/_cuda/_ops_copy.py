@@ -14,7 +14,7 @@ from ember._src.dispatch import OPS
 from ember._src.ops._common import check_write
 from ember._src.ops.shape import views as vw
 
-from . import _elementwise, _fastcall, _storage
+from . import _elementwise, _exprs, _fastcall, _storage
 from ._elementwise import _INT31, _SHAPES, contiguous_info, launch, launch_linear
 from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
@@ -33,16 +33,28 @@ def device_copy(dst, src) -> None:
     n = dst.numel()
     if n == 0:
         return
-    if src.dtype.is_complex or dst.dtype.is_complex:
-        raise NotImplementedError("complex tensors have no CUDA kernels in ember")
     if src.dtype is dst.dtype and src._shape == dst._shape and src.is_contiguous() and dst.is_contiguous():
         index = dst._device.index or 0
         _fastcall.memcpy_dtod(dst.data_ptr(), src.data_ptr(), n * dst.dtype.itemsize, current_handle(index))
+        return
+    if src.dtype.is_complex or dst.dtype.is_complex:
+        _complex_copy(dst, src)
         return
     if dst.dtype is dt.bool and src.dtype is not dt.bool:
         launch("{0} != 0", dst, [src], [src.dtype if src.dtype not in (dt.float16, dt.bfloat16) else dt.float32])
         return
     launch("{0}", dst, [src], [src.dtype])
+
+
+def _complex_copy(dst, src) -> None:
+    """A copy with a complex side, as (real, imag) pairs: into a complex dst (a real src's imaginary parts
+    zero), into bool (either part nonzero), into a real dtype (the real part, as PyTorch's cast)."""
+    if dst.dtype.is_complex:
+        launch(_exprs.COMPLEX_COPY, dst, [src], [dst.dtype])
+    elif dst.dtype is dt.bool:
+        launch(_exprs.COMPLEX_TO_BOOL, dst, [src], [src.dtype])
+    else:
+        launch("{0}", dst, [src], [src.dtype.to_real()])
 
 
 def _peer_copy(dst, src) -> None:

@@ -3,8 +3,9 @@ arguments are copied to the host, the CPU kernel runs, the results are copied ba
 (in-place ops write theirs into ``self``). Correct (the CPU kernel's results and errors), but each
 call synchronizes and copies its operands twice, so these are for the ops ordinary GPU programs
 call rarely or on small tensors: LAPACK factorizations and solves, ``unique``, ``mode`` and the
-rarer special functions. Random samplers are not among them (they would draw from the CPU's
-generator, not the device's), nor complex-valued ops (CUDA has no complex kernels in ember).
+rarer special functions; ``linalg_eig`` (eig, eigvals), which PyTorch's CUDA build also computes on the
+host (LAPACK's geev: MAGMA's is a host routine too). Random samplers are not among them (they would draw
+from the CPU's generator, not the device's).
 ``packages/cuda/NOTES.md`` lists them; a device kernel replaces an entry here.
 """
 
@@ -17,6 +18,7 @@ HOST_OPS = (
     # linalg (PyTorch uses cuSOLVER/MAGMA; several of its CUDA paths synchronize too)
     "linalg_cholesky_ex", "linalg_det", "linalg_eigh", "linalg_inv_ex", "linalg_ldl_factor_ex", "linalg_ldl_solve",
     "linalg_lstsq", "linalg_lu_factor_ex", "linalg_qr", "linalg_slogdet", "linalg_solve_ex", "linalg_svd", "geqrf",
+    "linalg_eig",
     # data-dependent sizes or rare reductions
     "_unique2", "mode",
     # integer and special functions

@@ -35,7 +35,8 @@ def _product(a, b, inp=None, beta=1, alpha=1):
         return out
     a2 = make_view(a, a._shape[1:], a._stride[1:], a._offset) if a._shape[0] == 1 else a
     b2 = make_view(b, b._shape[1:], b._stride[1:], b._offset) if b._shape[0] == 1 else b
-    _blas.gemm(a2, b2, out, batch, float(alpha), float(beta) if use_inp else 0.0)
+    num = complex if a.dtype.is_complex else float
+    _blas.gemm(a2, b2, out, batch, num(alpha), num(beta) if use_inp else 0.0)
     return out
 
 

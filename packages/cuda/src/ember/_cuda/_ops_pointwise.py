@@ -1,5 +1,7 @@
 """CUDA kernels of the elementwise op families: binary, unary (plain and parameterized),
-where, fill_, masked_fill_, add_scaled, addcmul/addcdiv, lerp, clamp_.
+where, fill_, masked_fill_, add_scaled, addcmul/addcdiv, lerp, clamp_. Complex operands take
+_exprs' "c" entries (interleaved (real, imag) pairs, see _elementwise) where PyTorch has a
+complex kernel; the core's checks raise PyTorch's errors for the others.
 
 Every kernel reuses the core's own shape/dtype/overlap checks (so errors match the CPU
 kernels and PyTorch) and then launches one generated Triton kernel through
@@ -37,8 +39,6 @@ def _operand(x, device):
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{device} and {x._device}!")
         return x
-    if isinstance(x, complex):
-        raise NotImplementedError("complex numbers have no CUDA kernels in ember")
     return x
 
 
@@ -89,7 +89,6 @@ def _binary_kernels(name: str, kind: str):
                     plan[0](((n + block - 1) // block, 1, 1), 0 if s is None else s.cuda_stream, out._storage._ptr,
                             pa, arg, n)
                     return out
-        _check_real(a, b)
         shape, promoted, result = pw._binary_result(a, b, kind, name)
         device = pw._device_of(a, b)
         compute = compute_of(promoted)
@@ -97,8 +96,10 @@ def _binary_kernels(name: str, kind: str):
         out = empty(shape, result, device)
         oa, ob = _operand(a, device), _operand(b, device)
         launch(expr, out, [oa, ob], [compute, compute])
-        # The plan is cached by the operands' own classes; a CPU scalar tensor turned number is not cached.
-        if type(oa) is Tensor and type(ob) is type(b) and (type(ob) is Tensor or type(ob) in (int, float, bool)):
+        # The plan is cached by the operands' own classes; a CPU scalar tensor turned number is not cached,
+        # nor a complex computation (its numbers are two kernel arguments).
+        if type(oa) is Tensor and type(ob) is type(b) and (type(ob) is Tensor or type(ob) in (int, float, bool)) and \
+                not compute.is_complex:
             spec = (("t", a.dtype, compute), ("t", b.dtype, compute) if type(ob) is Tensor else ("s", compute))
             fast[(a.dtype, b.dtype if type(b) is Tensor else type(b))] = (result, expr, spec, compute, {})
         return out
@@ -124,10 +125,16 @@ def _binary_kernels(name: str, kind: str):
                         launch_linear(expr, spec, self, ps, [ps, v], n, al and not n & 15)
                     self._bump_version()
                     return self
-        _check_real(self, other)
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             check_write(self, (other,))
         shape, promoted, result = pw._binary_result(self, other, kind, name)
+        if kind == pw._BOOL_RESULT and self.dtype.is_complex:  # eq_/ne_: the comparison written as 1 + 0j / 0
+            pw._check_inplace(self, shape, self.dtype, name + "_")
+            from ._ops_copy import device_copy
+
+            device_copy(self, kernel(self, other))
+            self._bump_version()
+            return self
         pw._check_inplace(self, shape, self.dtype if kind == pw._BOOL_RESULT else result, name + "_")
         compute = compute_of(promoted)
         expr = _exprs.lookup(table, name, compute)
@@ -135,7 +142,7 @@ def _binary_kernels(name: str, kind: str):
         launch(expr, self, [self, oo], [compute, compute])
         self._bump_version()
         if kind != pw._BOOL_RESULT and result is self.dtype and type(oo) is type(other) and \
-                (type(oo) is Tensor or type(oo) in (int, float)):
+                (type(oo) is Tensor or type(oo) in (int, float)) and not compute.is_complex:
             spec = (("t", self.dtype, compute), ("t", other.dtype, compute) if type(oo) is Tensor else ("s", compute))
             fast_[(self.dtype, other.dtype if type(other) is Tensor else type(other))] = (expr, spec, compute)
         return self
@@ -156,17 +163,19 @@ def _unary_kernels(name: str, kind: str):
     fast: dict = {}  # input dtype -> (result dtype, expr, spec, compute)
 
     def run(a, args, out):
-        _check_real(a)
-        result = pw._unary_result(a, kind, name)
-        compute = compute_of(a.dtype if kind == pw._PREDICATE_OP else result)
-        if kind == pw._FLOAT_OP and not a.dtype.is_floating_point:
-            compute = compute_of(result)
+        result = pw._unary_result(a, kind, name)  # PyTorch's error for an op without a complex kernel
+        if a.dtype.is_complex:
+            compute = a.dtype  # abs/angle (a real result) and the predicates compute on the parts too
+        else:
+            compute = compute_of(a.dtype if kind == pw._PREDICATE_OP else result)
+            if kind == pw._FLOAT_OP and not a.dtype.is_floating_point:
+                compute = compute_of(result)
         expr = _exprs.lookup(table, name, compute)
         if out is None:
             out = empty(a._shape, result, a._device)
         params = [float(p) if compute.is_floating_point else p for p in args]
         launch(expr, out, [a, *params], [compute] * (1 + len(params)))
-        if not args:
+        if not args and not compute.is_complex:
             fast[a.dtype] = (result, expr, (("t", a.dtype, compute),), compute)
         return out, result
 
@@ -240,8 +249,8 @@ def _where(condition, a, b):
     # A bool result selects in int64 (a Python bool operand is then an integer kernel argument): tril/triu
     # of a bool matrix is where(mask, x, False).
     compute = dtype if dtype is not dt.bool else dt.int64
-    launch("tl.where({0}, {1}, {2})", out, [condition, _operand(a, device), _operand(b, device)],
-           [dt.bool, compute, compute])
+    expr = _exprs.COMPLEX_WHERE if dtype.is_complex else "tl.where({0}, {1}, {2})"
+    launch(expr, out, [condition, _operand(a, device), _operand(b, device)], [dt.bool, compute, compute])
     return out
 
 
@@ -254,9 +263,13 @@ def fill_values(self, value) -> None:
                                "dimensions.")
         check_write(self)
         value = value.item()
-    _check_real(self)
+    if self.dtype.is_complex:
+        launch(_exprs.COMPLEX_FILL, self, [value], [self.dtype])
+        return
     if isinstance(value, complex):
-        raise NotImplementedError("complex fill values have no CUDA kernels in ember")
+        from ember._src.ops._common import type_name
+
+        raise RuntimeError(f"value cannot be converted to type {type_name(self.dtype)} without overflow")
     compute = self.dtype if self.dtype is not dt.bool else dt.int64
     if self.dtype is dt.bool:
         value = int(bool(value))
@@ -276,32 +289,33 @@ def _masked_fill_(self, mask, value):
 
     indexing._check_mask(self, mask, value)
     indexing._check_partial_overlap(self, (mask,))
-    _check_real(self)
     v = value.item()
     compute = compute_of(self.dtype) if self.dtype is not dt.bool else dt.int64
     if mask._device is not self._device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{self._device} and {mask._device}!")
-    launch("tl.where({1}, {2}, {0})", self, [self, mask, v if compute.is_floating_point else int(v)],
-           [compute, dt.bool, compute])
+    if compute.is_complex:
+        launch(_exprs.COMPLEX_MASKED_FILL, self, [self, mask, v], [compute, dt.bool, compute])
+    else:
+        launch("tl.where({1}, {2}, {0})", self, [self, mask, v if compute.is_floating_point else int(v)],
+               [compute, dt.bool, compute])
     self._bump_version()
     return self
 
 
 def _add_scaled_kernels():
     def run(self, other, alpha, in_place):
-        _check_real(self, other)
         if in_place:
             check_write(self, (other,))
         shape, promoted, scalars = fp.alpha_result(self, other, alpha)
         compute = compute_of(promoted)
-        a = float(alpha) if compute.is_floating_point else int(alpha)
+        a = alpha if compute.is_complex else float(alpha) if compute.is_floating_point else int(alpha)
         if in_place:
             fp.check_inplace(self, shape, promoted)
             out = self
         else:
             out = empty(shape, promoted, self._device)
-        expr = "{0} + {1} * {2}"
+        expr = _exprs.COMPLEX_ADD_SCALED if compute.is_complex else "{0} + {1} * {2}"
         launch(expr, out, [self, _operand(other, self._device), a], [compute, compute, compute])
         if in_place:
             self._bump_version()
@@ -313,23 +327,23 @@ def _add_scaled_kernels():
 
 def _addc_kernels(name):
     expr = "{0} + {3} * {1} * {2}" if name == "addcmul" else "{0} + {3} * _div({1}, {2})"
+    cexpr = _exprs.COMPLEX_ADDCMUL if name == "addcmul" else _exprs.COMPLEX_ADDCDIV
 
     def run(self, t1, t2, value, in_place):
-        _check_real(self, t1, t2)
         if in_place:
             check_write(self, (t1, t2))
         shape, promoted, scalars = fp._addc_result(name, self, t1, t2, value)
         compute = compute_of(promoted)
-        if name == "addcdiv" and not compute.is_floating_point:
+        if name == "addcdiv" and not (compute.is_floating_point or compute.is_complex):
             raise NotImplementedError("addcdiv of integer tensors has no CUDA kernel in ember")
-        v = float(value) if compute.is_floating_point else int(value)
+        v = value if compute.is_complex else float(value) if compute.is_floating_point else int(value)
         if in_place:
             fp.check_inplace(self, shape, promoted)
             out = self
         else:
             out = empty(shape, promoted, self._device)
         d = self._device
-        launch(expr, out, [self, _operand(t1, d), _operand(t2, d), v], [compute] * 4)
+        launch(cexpr if compute.is_complex else expr, out, [self, _operand(t1, d), _operand(t2, d), v], [compute] * 4)
         if in_place:
             self._bump_version()
         return out
@@ -340,6 +354,7 @@ def _addc_kernels(name):
 
 def _lerp_kernels():
     def run(self, end, weight, in_place):
+        _check_real(self, end, weight)
         if in_place:
             check_write(self, (end, weight))
         shape, dtype = fp._lerp_result(self, end, weight)

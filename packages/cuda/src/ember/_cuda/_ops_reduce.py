@@ -4,7 +4,8 @@ along a dim, with indices), argmax/argmin.
 The core's meta functions validate the arguments and give the result's shape and dtype
 (the same errors as on the CPU); the kernels come from ``_reduce.py`` and, for the
 index-returning forms, the row kernel below (first occurrence wins; NaN counts as the
-extreme, as in PyTorch).
+extreme, as in PyTorch). sum and mean of complex tensors reduce their (real, imag) float view
+with the real kernels, as the CPU does.
 """
 
 from __future__ import annotations
@@ -74,12 +75,27 @@ def _checked(op, name, x, dim, keepdim, dtype, memo: dict):
     return dims, red._out_shape(x._shape, dims, keepdim), rd
 
 
+def _complex_sum(op, name: str, x, dim, keepdim, dtype, real_kernel):
+    """sum/mean with a complex result: the real kernel over the (..., 2) float view of the parts."""
+    from ember._src.ops.pointwise.complex import view_as_complex_op, view_as_real_op
+
+    rd = op.meta(x, dim, keepdim, dtype).dtype
+    dims = red._dims(dim, x.ndim, name)
+    xc = x if x.dtype is rd else x.to(rd)
+    if not dims:  # a 0-d tensor
+        return xc.clone() if xc is x else xc
+    parts = real_kernel(view_as_real_op(xc), list(dims), keepdim)
+    return view_as_complex_op(parts)
+
+
 def _sum_like(name: str, kind: str):
     op = OPS[name]
     all_dtypes: dict = {}  # x's dtype -> the dtype of its sum over every dim (from the meta function)
     memo: dict = {}
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
+        if kind == "sum" and (x.dtype.is_complex or (dtype is not None and dtype.is_complex)):
+            return _complex_sum(op, name, x, dim, keepdim, dtype, kernel)
         if dim is None and dtype is None and not keepdim:
             flat = _flat(x, all_dtypes)
             if flat is not None:
@@ -102,6 +118,8 @@ def _mean_like(name: str):
     memo: dict = {}
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
+        if x.dtype.is_complex or (dtype is not None and dtype.is_complex):
+            return _complex_sum(op, name, x, dim, keepdim, dtype, kernel)
         if dim is None and dtype is None and not keepdim:
             flat = _flat(x, all_dtypes)
             if flat is not None:

@@ -278,18 +278,27 @@ cuda.preferred_blas_library = _preferred("blas", _BLAS)
 
 
 class _cuFFTPlanCache:
-    """The cuFFT plan cache of one device: no plans are cached without a CUDA device."""
+    """The cuFFT plan cache of one device (the CUDA plugin's, ember._cuda._ops_fft; empty without one)."""
 
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
         self.max_size = 4096
 
+    @staticmethod
+    def _plans():
+        import sys
+
+        return sys.modules.get("ember._cuda._ops_fft")  # loaded with the CUDA kernels: None before
+
     @property
     def size(self) -> int:
-        return 0
+        plans = self._plans()
+        return plans.plan_cache_size(self.device_index) if plans else 0
 
     def clear(self) -> None:
-        pass
+        plans = self._plans()
+        if plans:
+            plans.clear_plan_cache(self.device_index)
 
 
 class _cuFFTPlanCacheManager:

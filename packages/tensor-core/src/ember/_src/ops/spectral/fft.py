@@ -27,6 +27,7 @@ from ...shapes import wrap_dim
 from ...tensor import Tensor
 from .._common import convert, empty, type_name, write_out
 from ..creation.factories import arange
+from ..nn.resample import constant_pad_nd_op
 from ..pointwise import complex as complex_numbers
 from ..pointwise.elementwise import mul_op
 from ..shape.joining import cat
@@ -171,13 +172,8 @@ def _resize(x: Tensor, dims, sizes) -> Tensor:
         if n < have:
             x = x.narrow(d, 0, n)
         elif n > have:
-            shape = list(x._shape)
-            shape[d] = n
-            padded = empty(tuple(shape), x.dtype, x._device)
-            if x._device is not META:
-                _C.fill_(padded, 0)
-                _C.copy_(padded.narrow(d, 0, have), x)
-            x = padded
+            # a dispatched zero pad at the end of dim d: autograd records it, and it runs on every device
+            x = constant_pad_nd_op(x, (0, 0) * (x.ndim - 1 - d) + (0, n - have), 0)
     return x
 
 

@@ -123,12 +123,12 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 
 # -- stft / istft ----------------------------------------------------------------------------------
 
-def _centered_window(window, win_length: int, n_fft: int, dtype) -> Tensor | None:
-    """The window zero-padded on both sides to n_fft (None: rectangular over n_fft)."""
+def _centered_window(window, win_length: int, n_fft: int, dtype, device=None) -> Tensor | None:
+    """The window zero-padded on both sides to n_fft (None: rectangular over n_fft), on the signal's device."""
     if window is None and win_length == n_fft:
         return None
     if window is None:
-        window = factories.ones((win_length,), dtype=dtype)
+        window = factories.ones((win_length,), dtype=dtype, device=device)
     if win_length == n_fft:
         return window
 
@@ -199,7 +199,7 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
                            f"with size {list(window._shape)}")
     frames = views.unfold(signal, -1, n_fft, hop)  # (batch, n_frames, n_fft)
     full_window = _centered_window(window, win, n_fft, input.dtype.to_real() if input.dtype.is_complex
-                                   else input.dtype)
+                                   else input.dtype, input._device)
     if full_window is not None:
         frames = elementwise.mul(frames, full_window)
     from .... import fft as _fft
@@ -257,8 +257,8 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
         raise RuntimeError("Invalid window shape. window has to be 1D and length of `win_length`")
     real_dtype = input.dtype.to_real()
     full_window = _centered_window(
-        window if window is not None else factories.ones((win,), dtype=real_dtype), win, n_fft, real_dtype
-    )
+        window if window is not None else factories.ones((win,), dtype=real_dtype, device=input._device), win, n_fft,
+        real_dtype)
     spec = views.unsqueeze(input, 0) if input.ndim == 2 else input
     spec = views.transpose(spec, 1, 2)  # (channel, n_frames, fft_size)
     from .... import fft as _fft
@@ -309,13 +309,14 @@ def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
     """Sums (channel, n_frames, n_fft) frames placed hop apart into (channel, total) signals."""
 
     channels, n_frames, n_fft = frames._shape
-    starts = views.unsqueeze(elementwise.mul(factories.arange(n_frames), hop), 1)
-    index = views.reshape(elementwise.add(starts, views.unsqueeze(factories.arange(n_fft), 0)), (-1,))
+    device = frames._device  # the index and the sums on the frames' device
+    starts = views.unsqueeze(elementwise.mul(factories.arange(n_frames, device=device), hop), 1)
+    index = views.reshape(elementwise.add(starts, views.unsqueeze(factories.arange(n_fft, device=device), 0)), (-1,))
     if frames.dtype.is_complex:  # index_add is real: add the (real, imag) pairs
         parts = views.reshape(view_as_real(frames.contiguous()), (channels, n_frames * n_fft, 2))
-        zeros = factories.zeros((channels, total, 2), dtype=parts.dtype)
+        zeros = factories.zeros((channels, total, 2), dtype=parts.dtype, device=device)
         return view_as_complex(index_add(zeros, 1, index, parts))
-    zeros = factories.zeros((channels, total), dtype=frames.dtype)
+    zeros = factories.zeros((channels, total), dtype=frames.dtype, device=device)
     return index_add(zeros, 1, index, views.reshape(frames, (channels, n_frames * n_fft)))
 
 
