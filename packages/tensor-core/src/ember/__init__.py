@@ -10,19 +10,34 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from ember._src._native import _C  # noqa: E402,F401  (preloads OpenBLAS, then imports ember._C)
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
-from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
-from ember import futures, masked, mps, nested, storage, types, xpu  # noqa: E402,F401
-
-from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 from ember._src.ops.nn.tbc_permuted import AcceleratorError, OutOfMemoryError  # noqa: E402,F401
-
-from ember import functional, hub, return_types, signal, torch_version, version  # noqa: E402,F401
-
-__version__ = version.__version__
-
 from ember._src import torch_alias as _torch_alias  # noqa: E402
 
 _torch_alias.install()  # `sys.modules['torch'] = ember` then `import torch.nn` (see the module)
+
+# This distribution's public subpackages and modules, imported on first attribute access (PEP 562):
+# `ember.randn(3) + 1` needs none of them, and each one imported costs its unmarshal (issue 18:
+# `import ember` < 0.1 s). They are in `dir(ember)` before that, `hasattr`, `from ember import linalg`
+# and `import ember.linalg` behave as if imported eagerly, and `ember.linalg` is the module object
+# `import ember.linalg` gives (the import system sets it on ember once imported).
+_LAZY_SUBMODULES = frozenset((
+    "accelerator", "amp", "backends", "cpu", "cuda", "fft", "functional", "futures", "hub", "linalg", "masked",
+    "mps", "nested", "profiler", "random", "return_types", "serialization", "signal", "sparse", "special",
+    "storage", "testing", "torch_version", "types", "version", "xpu",
+))
+# Top-level names that live in such a module: name -> (module, attribute). torch.GradScaler is
+# torch.amp.GradScaler, torch.save/load are torch.serialization's.
+_LAZY_NAMES = {
+    "GradScaler": ("amp", "GradScaler"),
+    "load": ("serialization", "load"),
+    "save": ("serialization", "save"),
+    "__version__": ("version", "__version__"),
+}
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_LAZY_NAMES})
+
 
 # Subpackages provided by other distributions; resolved on first attribute access so that
 # `ember.nn` works without `import ember.nn`, and the core never imports them itself.
@@ -38,6 +53,19 @@ _FROM_NN = frozenset(("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "aff
 
 
 def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module("ember." + name)  # also sets it on ember: __getattr__ runs once
+    if name in _LAZY_NAMES:
+        import importlib
+
+        module, attribute = _LAZY_NAMES[name]
+        value = getattr(importlib.import_module("ember." + module), attribute)
+        globals()[name] = value
+        return value
+    if name == "__all__":  # `from ember import *`: every public name, lazy ones too (ember keeps no list)
+        return [n for n in __dir__() if not n.startswith("_")]
     if name in _OPTIONAL_SUBPACKAGES:
         import importlib
 

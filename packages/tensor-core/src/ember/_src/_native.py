@@ -10,9 +10,6 @@ Every module of the core imports the native module from here (``from .._native i
 so the preload has run whatever the order modules are imported in.
 """
 
-import ctypes
-import glob
-import importlib.util
 import os
 
 # libgomp's idle workers spin for a long time after each parallel region by default; on a
@@ -32,6 +29,11 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
 
 
 def _preload_openblas() -> bool:
+    # Imported here: a wheel install's first import of _C succeeds and never needs them.
+    import ctypes
+    import glob
+    import importlib.util
+
     spec = importlib.util.find_spec("scipy_openblas32")
     if spec is None or not spec.submodule_search_locations:
         return False

@@ -43,7 +43,6 @@ from .storage import (  # noqa: F401
     BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage, ComplexFloatStorage,
     DoubleStorage, FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage, TypedStorage, UntypedStorage,
 )
-from ..serialization import load, save
 from .dtypes import result_type_of as _result_type_of
 from .interop import from_numpy as _from_numpy
 

@@ -8,6 +8,7 @@ also into the ``ember`` module itself) and removed by ``unbind``.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from . import dispatch, torch_function
@@ -242,7 +243,9 @@ def _torch_function_namespaces() -> list:
     found = [(_NAMESPACE[0], names)]
     if "ember" in sys.modules:
         found.append((sys.modules["ember"].__dict__, names))
-    found += [(sys.modules[m], None) for m in ("ember.special", "ember.linalg", "ember.fft") if m in sys.modules]
+    # Imported here if not yet: `import ember` leaves them to first use (ember/__init__.py), and a
+    # namespace imported after the switch would stay ungated.
+    found += [(importlib.import_module(m), None) for m in ("ember.special", "ember.linalg", "ember.fft")]
     return found
 
 
