@@ -1,6 +1,7 @@
 # Custom backends receive (gm, example_inputs) and return a callable; compiler.disable and allow_in_graph.
 import torch
 import torch.nn.functional as F
+from torch._dynamo.backends.registry import register_backend
 
 seen = []
 
@@ -53,8 +54,6 @@ def wrapped_backend(gm, example_inputs):
 
 
 print("wrapped", torch.compile(lambda a: F.relu(a - 0.5).sum(), backend=wrapped_backend)(x).item())
-from torch._dynamo.backends.registry import register_backend
-
 
 @register_backend
 def s19_counter(gm, example_inputs):

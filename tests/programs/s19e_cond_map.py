@@ -1,8 +1,9 @@
 # torch.cond and map in exported programs (the control-flow tutorial), run through ep.module() on both
 # branches and at new sizes.
 import torch
-from torch.export import Dim, export
 from _seedfree import seed_free_init
+from torch._higher_order_ops.map import map as hop_map
+from torch.export import Dim, export
 
 
 class DynamicShapeCond(torch.nn.Module):
@@ -35,7 +36,6 @@ print("cond nodes", sum(1 for n in ep2.graph.nodes if n.target is torch.ops.high
 for inp in (x, -x.abs()):
     print("data cond", torch.allclose(ep2.module()(inp, torch.ones(3)), mod(inp, torch.ones(3)), atol=1e-6))
 print("eager cond", torch.cond(torch.tensor(True), lambda a: a + 1, lambda a: a - 1, (x,)).tolist())
-from torch._higher_order_ops.map import map as hop_map
 
 
 class MapM(torch.nn.Module):
@@ -51,4 +51,5 @@ try:
     torch.cond(x.sum() > 0, lambda a: a.sum(), lambda a: a, (x,))
 except Exception as e:
     print("mismatched branches", type(e).__name__)
-print("compiled cond", torch.compile(lambda a: torch.cond(a.sum() > 0, torch.sin, torch.cos, (a,)))(x).round(decimals=5).tolist())
+compiled = torch.compile(lambda a: torch.cond(a.sum() > 0, torch.sin, torch.cos, (a,)))
+print("compiled cond", compiled(x - 0.5).round(decimals=5).tolist())

@@ -2,8 +2,8 @@
 # run_decompositions, a BatchNorm buffer in the signature, strict=False with Python-side objects.
 import torch
 import torch.nn as nn
-from torch.export import export
 from _seedfree import data, seed_free_init
+from torch.export import export
 
 
 class Net(nn.Module):
@@ -31,7 +31,8 @@ print("constants", len(ep.constants))
 print("module", torch.allclose(ep.module()(x), net(x), atol=1e-5))
 dec = ep.run_decompositions()
 # (the order of the specs after run_decompositions is not compared: PyTorch lifts constants again, before buffers)
-print("decomposed", torch.allclose(dec.module()(x), net(x), atol=1e-5), sorted(s.kind.name for s in dec.graph_signature.input_specs))
+print("decomposed", torch.allclose(dec.module()(x), net(x), atol=1e-5),
+      sorted(s.kind.name for s in dec.graph_signature.input_specs))
 print("example inputs", type(ep.example_inputs).__name__, len(ep.example_inputs[0]))
 print("call spec", ep.call_spec.in_spec is not None)
 train_net = seed_free_init(Net().train(), 2)

@@ -6,8 +6,8 @@ import tempfile
 
 import torch
 import torch.nn as nn
-from torch.export import Dim, export
 from _seedfree import data, seed_free_init
+from torch.export import Dim, export
 
 
 class Block(nn.Module):

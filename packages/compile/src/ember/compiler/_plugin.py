@@ -22,5 +22,12 @@ class _Plugin:
 
         return aten
 
+    @property
+    def higher_order(self):
+        """``ember.ops.higher_order``: the graph ops taking functions (``cond``, ``while_loop``)."""
+        from ember._ops import higher_order
+
+        return higher_order
+
 
 plugin = _Plugin()

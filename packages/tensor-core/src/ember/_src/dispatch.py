@@ -47,12 +47,13 @@ class _OpTable(dict):
             prefix = name + "::"
             if any(key.startswith(prefix) for key in self):
                 return _OpNamespace(self, name)
-            if name == "aten":  # ``torch.ops.aten.relu.default``: PyTorch's names, from ember-compile
+            # ``torch.ops.aten.relu.default``, ``torch.ops.higher_order.cond``: PyTorch's names, from ember-compile
+            if name in ("aten", "higher_order"):
                 from . import plugins
 
                 compiler = plugins.load("compile")
                 if compiler is not None:
-                    return compiler.aten
+                    return getattr(compiler, name)
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
