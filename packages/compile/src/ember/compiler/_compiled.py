@@ -359,6 +359,8 @@ class CompiledFunction:
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
         run = _runner(self._compile(rec, live, dyn), dyn)
+        if dyn is not None:
+            run.sources = dyn[1]  # where its symbols are read (``_coincident_entry``)
         self.cache[key] = run
         return _bind(run, dyn, rec)
 
@@ -368,12 +370,20 @@ class CompiledFunction:
         from ._dynamic import same_up_to_coincidence
 
         values = None
+        numbers = dict(getattr(rec, "scalar_args", ()))
         for other, run in self.cache.items():
             if len(other) != 4 or other[2] != "dynamic" or other[1:] != key[1:] or len(other[0]) != len(key[0]):
                 continue
             if values is None:
-                values = _symbol_values(dyn[1], rec.inputs, dict(getattr(rec, "scalar_args", ())))
-            if same_up_to_coincidence(other[0], key[0], values):
+                values = _symbol_values(dyn[1], rec.inputs, numbers)
+            # The cached graph computes its own symbols from this call's inputs (its sources): two sizes it
+            # keeps apart may be equal this call (duck sizing merged them in this recording's key).
+            sources = getattr(run, "sources", None)
+            try:
+                cached_values = values if sources is None else _symbol_values(sources, rec.inputs, numbers)
+            except (IndexError, KeyError):
+                continue
+            if same_up_to_coincidence(other[0], key[0], values, cached_values):
                 return run
         return None
 

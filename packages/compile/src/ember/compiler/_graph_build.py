@@ -111,6 +111,8 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             derived_nodes[value] = node
         return node
 
+    literal_args = getattr(rec, "literal_args", {})
+
     def sub(a, in_seq=False):
         if type(a) is Ref:
             return env[a.index]
@@ -151,7 +153,7 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
     module_stacks = rec.module_stacks
     op_index = 0
     grad_now = rec.start_grad_mode
-    for func, targs, tkwargs, first, nout in rec.nodes:
+    for index, (func, targs, tkwargs, first, nout) in enumerate(rec.nodes):
         if func is _GRAD_EVENT:
             grad, inference = targs
             if inference == rec_inference[0]:
@@ -162,7 +164,9 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             grad_now = grad
             continue
         target = func.fn if type(func) is _PythonOp else func
-        node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
+        literal = literal_args.get(index, ())  # ints the user's code spells stay constants (``symbolize`` too)
+        node = graph.call_function(target, tuple(a if i in literal else sub(a) for i, a in enumerate(targs)),
+                                   {k: sub(a) for k, a in tkwargs.items()})
         if op_index < len(stacks) and stacks[op_index] is not None:
             node.meta["stack_trace"] = str(stacks[op_index])
         if op_index < len(module_stacks) and module_stacks[op_index]:

@@ -67,6 +67,49 @@ def ref(index: int) -> Ref:
     return _REFS[index]
 
 
+_CODE_INS: dict = {}  # code object -> ({instruction offset: index}, [(opname, argval)])
+# Instructions that only push an operand: a run of them right before the running instruction holds the
+# values that instruction takes (``x * 2``: LOAD_FAST x, LOAD_CONST 2, BINARY_OP; ``x.sum(2)``: ... CALL).
+_OPERAND_LOADS = frozenset({"LOAD_CONST", "LOAD_SMALL_INT", "LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF",
+                            "LOAD_ATTR", "LOAD_METHOD", "PRECALL", "KW_NAMES", "PUSH_NULL", "LOAD_FAST_LOAD_FAST",
+                            "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "CACHE"})
+
+
+def _literal_of_user_code(value: int) -> bool:
+    """Whether the user's instruction running now takes the int ``value`` as a constant of its source
+    (``x * 2``, ``x.sum(2)``): with dynamic shapes such an op argument stays a constant even where it
+    equals a size, as Dynamo, which knows where each int came from, keeps it (``x * x.shape[0]`` takes a
+    computed int: a symbol)."""
+    from ._user_frames import is_user_file
+
+    f = sys._getframe(2)
+    while f is not None and not is_user_file(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return False
+    code = f.f_code
+    table = _CODE_INS.get(code)
+    if table is None:
+        import dis
+
+        ins = list(dis.get_instructions(code))
+        table = ({x.offset: i for i, x in enumerate(ins)}, [(x.opname, x.argval) for x in ins])
+        if len(_CODE_INS) < 100_000:
+            _CODE_INS[code] = table
+    index, ins = table
+    i = index.get(f.f_lasti)
+    if i is None:
+        return False
+    for k in range(i - 1, max(i - 12, -1), -1):
+        name, arg = ins[k]
+        if name not in _OPERAND_LOADS:
+            return False
+        if name in ("LOAD_CONST", "LOAD_SMALL_INT") and type(arg) is int and arg == value:
+            return True
+    return False
+
+
+LITERAL_INT = object()  # key marker of an int argument the user's code spells (``_literal_of_user_code``)
 _LIST = object()  # key markers: a list and a tuple of the same items must not share a key
 _TUPLE = object()
 _GRAD_EVENT = object()
@@ -114,6 +157,8 @@ class Recorder(dispatch.DispatchMode):
         self._reset()
 
     def _reset(self) -> None:
+        # node index -> positions of the int arguments the user's code gave as constants (``x * 2``)
+        self.literal_args: dict = {}
         self.inputs: list = []  # real tensors, in order of first use
         self.input_index: dict = {}  # id(tensor) -> value index
         self.input_metas: dict = {}  # value index -> meta twin
@@ -252,6 +297,7 @@ class Recorder(dispatch.DispatchMode):
                 if out is not NotImplemented:
                     return out
         targs, keys, margs, sig = [], [], [], []
+        literal: list = []
         device = None
         rg = False
         refs = _REFS
@@ -278,9 +324,14 @@ class Recorder(dispatch.DispatchMode):
                 margs.append(a)
                 sig.append(k)
             elif ta is int or ta is bool:
-                targs.append(a)
                 k = (ta, a)
-                keys.append(k)
+                if ta is int and a >= 2 and _literal_of_user_code(a):
+                    # keyed apart from a computed int: dynamic shapes keep it a constant (``_dynamic``)
+                    literal.append(len(targs))
+                    keys.append((LITERAL_INT, a))
+                else:
+                    keys.append(k)
+                targs.append(a)
                 margs.append(a)
                 sig.append(k)
             else:
@@ -353,10 +404,22 @@ class Recorder(dispatch.DispatchMode):
             except Exception as exc:
                 # A meta kernel that needs data, or bad input: the real op decides (it raises
                 # eager's exception, or computes what the meta kernel could not).
-                if self.owner.fullgraph:
-                    raise
-                return self._eager_op(func, args, kwargs,
-                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+                as_dynamo = type(exc) is RuntimeError and not getattr(self.owner, "traces_inputs", False)
+                try:
+                    if self.owner.fullgraph:
+                        raise
+                    return self._eager_op(func, args, kwargs,
+                                          f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+                except RuntimeError as real:
+                    if not as_dynamo or type(real) is not RuntimeError:
+                        raise
+                    # a compiled function's bad op (shapes that do not broadcast, mm of mismatched sizes):
+                    # PyTorch's Dynamo raises it from its fake-tensor run as a TorchRuntimeError
+                    from ._exc import TorchRuntimeError
+
+                    raise TorchRuntimeError(
+                        "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with "
+                        f"fake tensors: call_function ember.ops.{func.name}: got RuntimeError({str(real)!r})") from real
             if meta_key is not None:
                 remember(meta_key, out, margs)
         if type(out) is Tensor and out._device is META:
@@ -377,6 +440,8 @@ class Recorder(dispatch.DispatchMode):
                                  and (out.dtype.is_floating_point or out.dtype.is_complex), first)
                 self.values.append(weakref.ref(lazy))
                 self.value_meta.append((out, device, lazy._requires_grad))
+                if literal:
+                    self.literal_args[len(self.nodes)] = literal
                 self.nodes.append((func, targs, tkwargs, first, -1))
                 self.key.append((func, tuple(keys), kwkeys))
                 if self.want_stacks:
@@ -444,6 +509,8 @@ class Recorder(dispatch.DispatchMode):
             else:
                 values.append(None)
                 value_meta.append(None)
+        if literal:
+            self.literal_args[len(self.nodes)] = literal
         self.nodes.append((func, targs, tkwargs, first, len(outs) if multi else -1))
         self.key.append((func, tuple(keys), kwkeys))
         if self.want_stacks:
