@@ -75,6 +75,12 @@ _OPERAND_LOADS = frozenset({"LOAD_CONST", "LOAD_SMALL_INT", "LOAD_FAST", "LOAD_N
                             "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "CACHE"})
 
 
+def _start(instruction):
+    """Where an instruction's source starts, (line, column), or None."""
+    p = instruction.positions
+    return None if p is None or p.lineno is None or p.col_offset is None else (p.lineno, p.col_offset)
+
+
 def _literal_of_user_code(value: int) -> bool:
     """Whether the user's instruction running now takes the int ``value`` as a constant of its source
     (``x * 2``, ``x.sum(2)``): with dynamic shapes such an op argument stays a constant even where it
@@ -93,7 +99,7 @@ def _literal_of_user_code(value: int) -> bool:
         import dis
 
         ins = list(dis.get_instructions(code))
-        table = ({x.offset: i for i, x in enumerate(ins)}, [(x.opname, x.argval) for x in ins])
+        table = ({x.offset: i for i, x in enumerate(ins)}, [(x.opname, x.argval, _start(x)) for x in ins])
         if len(_CODE_INS) < 100_000:
             _CODE_INS[code] = table
     index, ins = table
@@ -101,11 +107,20 @@ def _literal_of_user_code(value: int) -> bool:
     if i is None:
         return False
     for k in range(i - 1, max(i - 12, -1), -1):
-        name, arg = ins[k]
+        name, arg, _ = ins[k]
         if name not in _OPERAND_LOADS:
-            return False
+            break
         if name in ("LOAD_CONST", "LOAD_SMALL_INT") and type(arg) is int and arg == value:
             return True
+    name, _, start = ins[i]
+    if name in ("BINARY_OP", "COMPARE_OP") and start is not None:
+        # the left operand of ``3 - x.sum(1)``: the constant loaded where the expression starts
+        for k in range(i - 1, -1, -1):
+            other, arg, where = ins[k]
+            if where == start and other in ("LOAD_CONST", "LOAD_SMALL_INT"):
+                return type(arg) is int and arg == value
+            if where is not None and where < start:
+                break
     return False
 
 
