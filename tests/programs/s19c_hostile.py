@@ -96,4 +96,30 @@ case("compile string input", lambda: torch.compile(lambda a: a + "!")("hi"))
 case("mark_dynamic bad dim", lambda: torch._dynamo.mark_dynamic(torch.ones(2), 3))
 case("cond bad pred", lambda: torch.cond(torch.ones(2) > 0, lambda a: a, lambda a: a, (torch.ones(2),)))
 case("cond int operand", lambda: torch.cond(True, lambda a: a, lambda a: a, (3,)))
+case("compile reshape bad", lambda: torch.compile(lambda a: a.reshape(3, 4))(torch.ones(10)))
+case("compile fullgraph reshape bad", lambda: torch.compile(lambda a: a.reshape(3, 4), fullgraph=True)(torch.ones(10)))
+
+
+def raises_inside(a):
+    if a.shape[0] > 1:
+        raise KeyError("no such key")
+    return a
+
+
+case("compile user raise", lambda: torch.compile(raises_inside)(torch.ones(2)))
+case("compile fullgraph user raise", lambda: torch.compile(raises_inside, fullgraph=True)(torch.ones(2)))
+
+
+class Unequal(nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] != y.shape[0]:
+            return x.sum() + y.sum()
+        return x.sum() * 2
+
+
+ep_ne = export(Unequal(), (torch.ones(3), torch.ones(4)), dynamic_shapes=({0: Dim("p")}, {0: Dim("q")}))
+case("export ne other sizes", lambda: ep_ne.module()(torch.ones(5), torch.ones(6)))
+case("export ne equal sizes", lambda: ep_ne.module()(torch.ones(5), torch.ones(5)))
+case("export object input", lambda: export(Unequal(), (torch.ones(2), object())))
+case("export static spec mismatch", lambda: export(Lin(), (torch.ones(2, 3),), dynamic_shapes={"x": {1: 4}}))
 case("save non program", lambda: torch.export.save(Lin(), "/tmp/never.pt2"))

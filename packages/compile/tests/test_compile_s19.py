@@ -75,9 +75,14 @@ def test_number_argument_and_literal():
 
 
 @pytest.mark.parametrize("fullgraph", [False, True])
-@pytest.mark.parametrize("case", ["matmul", "broadcast", "index"])
+@pytest.mark.parametrize("case", ["matmul", "broadcast", "index", "reshape", "view", "user raise"])
 def test_bad_op_in_compiled_function_raises_torch_type(case, fullgraph):
-    fn = {"matmul": lambda a, b: a @ b, "broadcast": lambda a, b: (a + 1) + b, "index": lambda a, b: a[5]}[case]
+    def user_raise(a, b):
+        raise RuntimeError("the user's own")
+
+    fn = {"matmul": lambda a, b: a @ b, "broadcast": lambda a, b: (a + 1) + b, "index": lambda a, b: a[5],
+          "reshape": lambda a, b: (a * b).reshape(4, 4), "view": lambda a, b: a.view(-1, 4),
+          "user raise": user_raise}[case]
     out = {}
     for lib in (torch, ember):
         lib._dynamo.reset()
