@@ -129,3 +129,32 @@ def test_cond_pred_message_prints_the_tensor():
             lib.cond(lib.ones(2) > 0, lambda a: a, lambda a: a, (lib.ones(2),))
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def _forever(x):
+    return _forever(x + 1)
+
+
+def _raises_key_error(x):
+    if x.shape[0] > 1:
+        raise KeyError("no such key")
+    return x
+
+
+@pytest.mark.parametrize("case", ["recursion", "user raise", "user raise fullgraph"])
+def test_python_errors_in_compiled_functions_follow_dynamo(case):
+    import sys
+
+    fn = _forever if case == "recursion" else _raises_key_error
+    out = {}
+    limit = sys.getrecursionlimit()
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        sys.setrecursionlimit(400)
+        try:
+            with pytest.raises(Exception) as info:
+                lib.compile(fn, backend="eager", fullgraph=case.endswith("fullgraph"))(lib.ones(2))
+        finally:
+            sys.setrecursionlimit(limit)
+        out[lib.__name__] = (type(info.value).__name__, str(info.value).splitlines()[0])
+    assert out["ember"] == out["torch"]

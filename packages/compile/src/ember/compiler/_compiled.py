@@ -231,6 +231,12 @@ class CompiledFunction:
                 rec.flush(final=True)  # eager ran every op before the exception: so do we
                 if type(exc) is RuntimeError and _raised_by_an_op(exc):
                     raise _as_fake_tensor_error(exc) from exc
+                if type(exc) is RecursionError:
+                    # Dynamo's tracer recurses with the program and meets the limit itself
+                    from ._exc import InternalTorchDynamoError
+
+                    text = f"RecursionError: maximum recursion depth exceeded\n({exc})"
+                    raise InternalTorchDynamoError(text) from exc
                 if self.fullgraph and isinstance(exc, Exception) and _raised_by_the_user(exc):
                     # Dynamo traces the ``raise`` and, with no handler inside the graph, refuses it
                     raise Unsupported("Observed exception\n  Explanation: Dynamo found no exception handler at the "
