@@ -42,6 +42,9 @@ def _reflected(x):
     (_literal_and_size, [(2, 3), (3, 3), (4, 3), (5, 3)]),
     (_size_only, [(2,), (3,), (4,)]),
     (_reflected, [(2, 2, 2), (2, 3, 2), (2, 4, 2)]),
+    (lambda x: x.unsqueeze(0).expand(3, -1, -1), [(3, 2), (4, 2), (5, 2)]),  # a literal in a size list
+    (lambda x: x.topk(2).values, [(2,), (3,), (4,)]),  # a method call (CPython's inline caches)
+    (lambda x: x.new_zeros(x.shape[0], 4) + x.sum(), [(2, 4), (3, 4), (5, 4)]),
 ])
 def test_dynamic_true_compiles_as_often_as_torch(fn, shapes):
     results = {}

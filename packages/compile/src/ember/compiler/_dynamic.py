@@ -276,6 +276,11 @@ def derived_sizes(sources, rec, by_value) -> dict:
             product = vi * values[j]
             if product not in by_value:
                 derived.setdefault(product, ("mul", i, j))
+    # a size times a constant the user's code spells (``x.repeat(2, 1)`` views its result as ``(2 * n, c)``)
+    for c in sorted(getattr(rec, "literal_values", ())):
+        for i, vi in enumerate(values):
+            if c * vi not in by_value:
+                derived.setdefault(c * vi, ("mulc", i, c))
     return derived
 
 

@@ -18,6 +18,7 @@ and which results are still alive (the graph's outputs).
 
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 import weakref
@@ -67,7 +68,7 @@ def ref(index: int) -> Ref:
     return _REFS[index]
 
 
-_CODE_INS: dict = {}  # code object -> ({instruction offset: index}, [(opname, argval)])
+_CODE_INS: dict = {}  # code object -> ([instruction offsets], [(opname, argval, source start)])
 # Instructions that only push an operand: a run of them right before the running instruction holds the
 # values that instruction takes (``x * 2``: LOAD_FAST x, LOAD_CONST 2, BINARY_OP; ``x.sum(2)``: ... CALL).
 _OPERAND_LOADS = frozenset({"LOAD_CONST", "LOAD_SMALL_INT", "LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF",
@@ -99,19 +100,21 @@ def _literal_of_user_code(value: int) -> bool:
         import dis
 
         ins = list(dis.get_instructions(code))
-        table = ({x.offset: i for i, x in enumerate(ins)}, [(x.opname, x.argval, _start(x)) for x in ins])
+        table = ([x.offset for x in ins], [(x.opname, x.argval, _start(x)) for x in ins])
         if len(_CODE_INS) < 100_000:
             _CODE_INS[code] = table
-    index, ins = table
-    i = index.get(f.f_lasti)
-    if i is None:
+    offsets, ins = table
+    # the running instruction: f_lasti may point into its inline caches (CPython 3.11+), past its offset
+    i = bisect.bisect_right(offsets, f.f_lasti) - 1
+    if i < 0:
         return False
     for k in range(i - 1, max(i - 12, -1), -1):
         name, arg, _ = ins[k]
         if name not in _OPERAND_LOADS:
             break
-        if name in ("LOAD_CONST", "LOAD_SMALL_INT") and type(arg) is int and arg == value:
-            return True
+        if name in ("LOAD_CONST", "LOAD_SMALL_INT") and (type(arg) is int and arg == value
+                                                          or type(arg) is tuple and value in arg):
+            return True  # (a folded tuple constant too: ``F.pad(x, (2, 2))``)
     name, _, start = ins[i]
     if name in ("BINARY_OP", "COMPARE_OP") and start is not None:
         # the left operand of ``3 - x.sum(1)``: the constant loaded where the expression starts
@@ -125,6 +128,22 @@ def _literal_of_user_code(value: int) -> bool:
 
 
 LITERAL_INT = object()  # key marker of an int argument the user's code spells (``_literal_of_user_code``)
+
+
+def _mark_literal_items(key, at: int, literal: list, values: set):
+    """A list/tuple argument's key with the int items the user's code spells marked ``LITERAL_INT``
+    (``x.repeat(2, 1)``); each marked item's position ``(at, j)`` is added to ``literal``, its value to ``values``."""
+    marker, items = key
+    marked = None
+    for j, item in enumerate(items):
+        if type(item) is tuple and len(item) == 2 and item[0] is int and item[1] >= 2 \
+                and _literal_of_user_code(item[1]):
+            if marked is None:
+                marked = list(items)
+            marked[j] = (LITERAL_INT, item[1])
+            literal.append((at, j))
+            values.add(item[1])
+    return key if marked is None else (marker, tuple(marked))
 _LIST = object()  # key markers: a list and a tuple of the same items must not share a key
 _TUPLE = object()
 _GRAD_EVENT = object()
@@ -174,6 +193,7 @@ class Recorder(dispatch.DispatchMode):
     def _reset(self) -> None:
         # node index -> positions of the int arguments the user's code gave as constants (``x * 2``)
         self.literal_args: dict = {}
+        self.literal_values: set = set()  # their values (``_dynamic`` derives ``value * size`` from them)
         self.inputs: list = []  # real tensors, in order of first use
         self.input_index: dict = {}  # id(tensor) -> value index
         self.input_metas: dict = {}  # value index -> meta twin
@@ -343,6 +363,7 @@ class Recorder(dispatch.DispatchMode):
                 if ta is int and a >= 2 and _literal_of_user_code(a):
                     # keyed apart from a computed int: dynamic shapes keep it a constant (``_dynamic``)
                     literal.append(len(targs))
+                    self.literal_values.add(a)
                     keys.append((LITERAL_INT, a))
                 else:
                     keys.append(k)
@@ -351,8 +372,9 @@ class Recorder(dispatch.DispatchMode):
                 sig.append(k)
             else:
                 x, k, m = self._conv(a)
+                keys.append(_mark_literal_items(k, len(targs), literal, self.literal_values)
+                            if ta is list or ta is tuple else k)
                 targs.append(x)
-                keys.append(k)
                 margs.append(m)
                 if isinstance(a, Tensor):
                     sig.append((m.dtype, m._shape, m._stride, m._offset))
@@ -376,6 +398,10 @@ class Recorder(dispatch.DispatchMode):
                 x, k, m = self._conv(a)
                 tkwargs[name] = x
                 mkwargs[name] = m
+                if type(a) is int and a >= 2 and _literal_of_user_code(a):  # ``x.sum(dim=2)``
+                    literal.append(("kw", name))
+                    self.literal_values.add(a)
+                    k = (LITERAL_INT, a)
                 kk.append((name, k))
                 if isinstance(a, Tensor):
                     device = device or a._device
