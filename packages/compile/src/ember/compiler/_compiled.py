@@ -201,6 +201,7 @@ class CompiledFunction:
     def _record(self, args, kwargs):
         rec = Recorder(self)
         rec.scalar_args = scalar_arguments(args, kwargs)
+        rec.size_values.update(v for _, v in rec.scalar_args if type(v) is int)
         rec.call_args = (args, kwargs)  # the graphs' placeholders are named after them (cleared below)
         observer = None
         if self.want_stacks or _logging._ON:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ember._src.dtypes import dtype as DType
 
-from ._recorder import _LIST, _TUPLE
+from ._recorder import _LIST, _TUPLE, LITERAL_INT
 
 
 class SymRef:
@@ -199,6 +199,10 @@ def symbolize(rec, all_dims, scalars=()):
                 if in_seq and v in derived:  # only sizes (ints in a list/tuple argument)
                     return derived[v]
                 return item
+            if len(item) == 2 and item[0] is LITERAL_INT:
+                # an int the user's code spells: a constant, keyed as any constant (whether it was looked up
+                # depends on this call's sizes)
+                return (int, item[1])
             if len(item) == 2 and item[0] is float:
                 i = floats.get(item[1])
                 return item if i is None else sym(i) if type(i) is int else i

@@ -18,7 +18,6 @@ and which results are still alive (the graph's outputs).
 
 from __future__ import annotations
 
-import bisect
 import sys
 import threading
 import weakref
@@ -68,12 +67,14 @@ def ref(index: int) -> Ref:
     return _REFS[index]
 
 
-_CODE_INS: dict = {}  # code object -> ([instruction offsets], [(opname, argval, source start)])
 # Instructions that only push an operand: a run of them right before the running instruction holds the
 # values that instruction takes (``x * 2``: LOAD_FAST x, LOAD_CONST 2, BINARY_OP; ``x.sum(2)``: ... CALL).
 _OPERAND_LOADS = frozenset({"LOAD_CONST", "LOAD_SMALL_INT", "LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF",
                             "LOAD_ATTR", "LOAD_METHOD", "PRECALL", "KW_NAMES", "PUSH_NULL", "LOAD_FAST_LOAD_FAST",
                             "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "CACHE"})
+_CONSTANT_LOADS = ("LOAD_CONST", "LOAD_SMALL_INT")
+_USER_CODE: dict = {}  # code object -> whether it is the program's (``is_user_file``)
+_SITE_INTS: dict = {}  # (code object, f_lasti) -> the int constants that instruction takes
 
 
 def _start(instruction):
@@ -82,62 +83,83 @@ def _start(instruction):
     return None if p is None or p.lineno is None or p.col_offset is None else (p.lineno, p.col_offset)
 
 
+def _ints_of(constant) -> set:
+    if type(constant) is int:
+        return {constant}
+    if type(constant) is tuple:  # a folded tuple constant: ``F.pad(x, (2, 2))``
+        return {c for c in constant if type(c) is int}
+    return set()
+
+
+def _site_ints(code, lasti: int) -> frozenset:
+    """The int constants the instruction running at ``lasti`` takes as operands: those loaded by the run of
+    operand loads right before it, and for a binary op the constant where its expression starts (``3 - t``)."""
+    import bisect
+    import dis
+
+    ins = list(dis.get_instructions(code))
+    # f_lasti may point into the instruction's inline caches (CPython 3.11+), past its own offset
+    i = bisect.bisect_right([x.offset for x in ins], lasti) - 1
+    found: set = set()
+    if i < 0:
+        return frozenset()
+    for k in range(i - 1, max(i - 12, -1), -1):
+        if ins[k].opname not in _OPERAND_LOADS:
+            break
+        if ins[k].opname in _CONSTANT_LOADS:
+            found |= _ints_of(ins[k].argval)
+    start = _start(ins[i])
+    if ins[i].opname in ("BINARY_OP", "COMPARE_OP") and start is not None:
+        for k in range(i - 1, -1, -1):
+            where = _start(ins[k])
+            if where == start and ins[k].opname in _CONSTANT_LOADS:
+                found |= _ints_of(ins[k].argval)
+                break
+            if where is not None and where < start:
+                break
+    return frozenset(found)
+
+
 def _literal_of_user_code(value: int) -> bool:
     """Whether the user's instruction running now takes the int ``value`` as a constant of its source
     (``x * 2``, ``x.sum(2)``): with dynamic shapes such an op argument stays a constant even where it
     equals a size, as Dynamo, which knows where each int came from, keeps it (``x * x.shape[0]`` takes a
-    computed int: a symbol)."""
-    from ._user_frames import is_user_file
-
+    computed int: a symbol). Per instruction the answer is computed once."""
     f = sys._getframe(2)
-    while f is not None and not is_user_file(f.f_code.co_filename):
+    while f is not None:
+        code = f.f_code
+        user = _USER_CODE.get(code)
+        if user is None:
+            from ._user_frames import is_user_file
+
+            user = is_user_file(code.co_filename)
+            if len(_USER_CODE) < 100_000:
+                _USER_CODE[code] = user
+        if user:
+            break
         f = f.f_back
     if f is None:
         return False
-    code = f.f_code
-    table = _CODE_INS.get(code)
-    if table is None:
-        import dis
-
-        ins = list(dis.get_instructions(code))
-        table = ([x.offset for x in ins], [(x.opname, x.argval, _start(x)) for x in ins])
-        if len(_CODE_INS) < 100_000:
-            _CODE_INS[code] = table
-    offsets, ins = table
-    # the running instruction: f_lasti may point into its inline caches (CPython 3.11+), past its offset
-    i = bisect.bisect_right(offsets, f.f_lasti) - 1
-    if i < 0:
-        return False
-    for k in range(i - 1, max(i - 12, -1), -1):
-        name, arg, _ = ins[k]
-        if name not in _OPERAND_LOADS:
-            break
-        if name in ("LOAD_CONST", "LOAD_SMALL_INT") and (type(arg) is int and arg == value
-                                                          or type(arg) is tuple and value in arg):
-            return True  # (a folded tuple constant too: ``F.pad(x, (2, 2))``)
-    name, _, start = ins[i]
-    if name in ("BINARY_OP", "COMPARE_OP") and start is not None:
-        # the left operand of ``3 - x.sum(1)``: the constant loaded where the expression starts
-        for k in range(i - 1, -1, -1):
-            other, arg, where = ins[k]
-            if where == start and other in ("LOAD_CONST", "LOAD_SMALL_INT"):
-                return type(arg) is int and arg == value
-            if where is not None and where < start:
-                break
-    return False
+    site = (f.f_code, f.f_lasti)
+    ints = _SITE_INTS.get(site)
+    if ints is None:
+        ints = _site_ints(*site)
+        if len(_SITE_INTS) < 1_000_000:
+            _SITE_INTS[site] = ints
+    return value in ints
 
 
 LITERAL_INT = object()  # key marker of an int argument the user's code spells (``_literal_of_user_code``)
 
 
-def _mark_literal_items(key, at: int, literal: list, values: set):
+def _mark_literal_items(key, at: int, literal: list, values: set, candidates: set):
     """A list/tuple argument's key with the int items the user's code spells marked ``LITERAL_INT``
     (``x.repeat(2, 1)``); each marked item's position ``(at, j)`` is added to ``literal``, its value to ``values``."""
     marker, items = key
     marked = None
     for j, item in enumerate(items):
         if type(item) is tuple and len(item) == 2 and item[0] is int and item[1] >= 2 \
-                and _literal_of_user_code(item[1]):
+                and item[1] in candidates and _literal_of_user_code(item[1]):
             if marked is None:
                 marked = list(items)
             marked[j] = (LITERAL_INT, item[1])
@@ -194,6 +216,9 @@ class Recorder(dispatch.DispatchMode):
         # node index -> positions of the int arguments the user's code gave as constants (``x * 2``)
         self.literal_args: dict = {}
         self.literal_values: set = set()  # their values (``_dynamic`` derives ``value * size`` from them)
+        # the ints a size symbol could stand for: the inputs' sizes (and the number arguments'), the only
+        # values whose origin matters, so the only ones looked up in the user's bytecode
+        self.size_values: set = set()
         self.inputs: list = []  # real tensors, in order of first use
         self.input_index: dict = {}  # id(tensor) -> value index
         self.input_metas: dict = {}  # value index -> meta twin
@@ -251,6 +276,7 @@ class Recorder(dispatch.DispatchMode):
             self.input_storages[sid] = meta_storage
             self.input_ranges.append(_memory_range(storage))
         self.input_metas[v] = make_tensor(meta_storage, t._shape, t._stride, t._offset, t.dtype, META)
+        self.size_values.update(t._shape)
         self.key.append((t.dtype, t._device, t._shape, t._stride, t._offset, t._requires_grad))
         return v
 
@@ -360,7 +386,7 @@ class Recorder(dispatch.DispatchMode):
                 sig.append(k)
             elif ta is int or ta is bool:
                 k = (ta, a)
-                if ta is int and a >= 2 and _literal_of_user_code(a):
+                if ta is int and a >= 2 and a in self.size_values and _literal_of_user_code(a):
                     # keyed apart from a computed int: dynamic shapes keep it a constant (``_dynamic``)
                     literal.append(len(targs))
                     self.literal_values.add(a)
@@ -372,7 +398,7 @@ class Recorder(dispatch.DispatchMode):
                 sig.append(k)
             else:
                 x, k, m = self._conv(a)
-                keys.append(_mark_literal_items(k, len(targs), literal, self.literal_values)
+                keys.append(_mark_literal_items(k, len(targs), literal, self.literal_values, self.size_values)
                             if ta is list or ta is tuple else k)
                 targs.append(x)
                 margs.append(m)
@@ -398,7 +424,7 @@ class Recorder(dispatch.DispatchMode):
                 x, k, m = self._conv(a)
                 tkwargs[name] = x
                 mkwargs[name] = m
-                if type(a) is int and a >= 2 and _literal_of_user_code(a):  # ``x.sum(dim=2)``
+                if type(a) is int and a >= 2 and a in self.size_values and _literal_of_user_code(a):  # sum(dim=2)
                     literal.append(("kw", name))
                     self.literal_values.add(a)
                     k = (LITERAL_INT, a)
