@@ -156,3 +156,15 @@ def test_onnx_dynamo_export_prints_torch_stage_lines():
     assert "[torch.onnx] Translate the graph into ONNX... \u2705" in theirs
     assert ours == theirs
     assert program(ember, verbose=False) == "" == program(torch, verbose=False)
+
+
+def test_symbolic_sizes_are_not_specialized_by_the_recorder():
+    # the compile recorder notes its inputs' int sizes; a symbolic size must not be hashed there (a guard)
+    def program(lib):
+        ep = lib.export.export(lib.nn.Linear(3, 2), (lib.ones(2, 3),),
+                               dynamic_shapes={"input": {0: lib.export.Dim("z", min=0)}})
+        return [str(v) for v in ep.range_constraints.values()], tuple(ep.module()(lib.ones(5, 3)).shape)
+
+    theirs, ours = _both(program)
+    assert theirs == ("ok", (["VR[0, int_oo]"], (5, 2)))
+    assert ours == theirs

@@ -276,7 +276,7 @@ class Recorder(dispatch.DispatchMode):
             self.input_storages[sid] = meta_storage
             self.input_ranges.append(_memory_range(storage))
         self.input_metas[v] = make_tensor(meta_storage, t._shape, t._stride, t._offset, t.dtype, META)
-        self.size_values.update(t._shape)
+        self.size_values.update(s for s in t._shape if type(s) is int)  # (hashing a SymInt would guard it)
         self.key.append((t.dtype, t._device, t._shape, t._stride, t._offset, t._requires_grad))
         return v
 
