@@ -2,6 +2,7 @@
 
 from ember.compiler._exc import (
     BackendCompilerFailed,
+    InternalTorchDynamoError,
     InvalidBackend,
     RecompileError,
     TorchDynamoException,
@@ -13,6 +14,7 @@ from ember.compiler._exc import (
 )
 
 __all__ = [
-    "BackendCompilerFailed", "InvalidBackend", "RecompileError", "TorchDynamoException", "TorchRuntimeError",
+    "BackendCompilerFailed", "InternalTorchDynamoError", "InvalidBackend", "RecompileError", "TorchDynamoException",
+    "TorchRuntimeError",
     "UncapturedHigherOrderOpError", "Unsupported", "UserError", "UserErrorType",
 ]

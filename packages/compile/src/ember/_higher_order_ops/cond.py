@@ -33,8 +33,9 @@ from ._subgraph import (
 def _check_pred(pred) -> None:
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
-            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got a tensor of shape "
-                               f"{tuple(pred.shape)}.")
+            # PyTorch prints the tensor; a stand-in without data (under a capture) is named by its shape
+            shown = pred if pred.numel() <= 1000 and not capturing(pred) else f"a tensor of shape {tuple(pred.shape)}"
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {shown}.")
     elif not isinstance(pred, (bool, SymBool)):
         raise RuntimeError(f"Expected pred to be bool or tensor, but got {type(pred).__name__}.")
 

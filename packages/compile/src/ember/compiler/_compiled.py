@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from ._dynamic import (
     symbolic_scalars,
     symbolize,
 )
-from ._exc import BackendCompilerFailed, RecompileError
+from ._exc import BackendCompilerFailed, RecompileError, TorchDynamoException
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
 
@@ -200,6 +201,7 @@ class CompiledFunction:
     def _record(self, args, kwargs):
         rec = Recorder(self)
         rec.scalar_args = scalar_arguments(args, kwargs)
+        rec.size_values.update(v for _, v in rec.scalar_args if type(v) is int)
         rec.call_args = (args, kwargs)  # the graphs' placeholders are named after them (cleared below)
         observer = None
         if self.want_stacks or _logging._ON:
@@ -226,8 +228,21 @@ class CompiledFunction:
             except Unsupported:
                 rec.discard()
                 raise
-            except BaseException:
+            except BaseException as exc:
                 rec.flush(final=True)  # eager ran every op before the exception: so do we
+                if type(exc) is RuntimeError and _raised_by_an_op(exc):
+                    raise _as_fake_tensor_error(exc) from exc
+                if type(exc) is RecursionError:
+                    # Dynamo's tracer recurses with the program and meets the limit itself
+                    from ._exc import InternalTorchDynamoError
+
+                    text = f"RecursionError: maximum recursion depth exceeded\n({exc})"
+                    raise InternalTorchDynamoError(text) from exc
+                if self.fullgraph and isinstance(exc, Exception) and _raised_by_the_user(exc):
+                    # Dynamo traces the ``raise`` and, with no handler inside the graph, refuses it
+                    raise Unsupported("Observed exception\n  Explanation: Dynamo found no exception handler at the "
+                                      "top-level compiled function when encountering an exception. Exception will "
+                                      "propagate outside the compiled region.") from exc
                 raise
             rec.flush(final=True)
         rec.call_args = None
@@ -359,6 +374,8 @@ class CompiledFunction:
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
         run = _runner(self._compile(rec, live, dyn), dyn)
+        if dyn is not None:
+            run.sources = dyn[1]  # where its symbols are read (``_coincident_entry``)
         self.cache[key] = run
         return _bind(run, dyn, rec)
 
@@ -368,12 +385,20 @@ class CompiledFunction:
         from ._dynamic import same_up_to_coincidence
 
         values = None
+        numbers = dict(getattr(rec, "scalar_args", ()))
         for other, run in self.cache.items():
             if len(other) != 4 or other[2] != "dynamic" or other[1:] != key[1:] or len(other[0]) != len(key[0]):
                 continue
             if values is None:
-                values = _symbol_values(dyn[1], rec.inputs, dict(getattr(rec, "scalar_args", ())))
-            if same_up_to_coincidence(other[0], key[0], values):
+                values = _symbol_values(dyn[1], rec.inputs, numbers)
+            # The cached graph computes its own symbols from this call's inputs (its sources): two sizes it
+            # keeps apart may be equal this call (duck sizing merged them in this recording's key).
+            sources = getattr(run, "sources", None)
+            try:
+                cached_values = values if sources is None else _symbol_values(sources, rec.inputs, numbers)
+            except (IndexError, KeyError):
+                continue
+            if same_up_to_coincidence(other[0], key[0], values, cached_values):
                 return run
         return None
 
@@ -565,6 +590,41 @@ def _symbols(dyn, rec) -> tuple:
     """What ``build_graph_module`` needs of a symbolization: (sources, int symbols, derived
     sizes, float symbols, int values that are number arguments, the call's numbers)."""
     return (*dyn[1:], dict(getattr(rec, "scalar_args", ())))
+
+
+_OP_CODE = os.path.join("ember", "_src", "")  # tensor-core's op implementations
+
+
+def _raised_by_an_op(exc: BaseException) -> bool:
+    """Whether ``exc`` came from an op's own checks (a reshape to a size that does not fit), not from
+    the user's code or the compile machinery."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return _OP_CODE in tb.tb_frame.f_code.co_filename
+
+
+def _raised_by_the_user(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by the program's own code (a ``raise`` statement in a user file)."""
+    from ._user_frames import is_user_file
+
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return is_user_file(tb.tb_frame.f_code.co_filename) and not isinstance(exc, TorchDynamoException)
+
+
+def _as_fake_tensor_error(exc: RuntimeError):
+    """PyTorch's Dynamo meets a failing op in its fake-tensor run: a TorchRuntimeError (a RuntimeError)
+    whose first line is Dynamo's, with the op's message inside."""
+    from ._exc import TorchRuntimeError
+
+    return TorchRuntimeError("RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX "
+                             f"node with fake tensors: got RuntimeError({str(exc)!r})")
 
 
 def _symbol_values(sources, inputs, numbers) -> list:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ember._src.dtypes import dtype as DType
 
-from ._recorder import _LIST, _TUPLE
+from ._recorder import _LIST, _TUPLE, LITERAL_INT
 
 
 class SymRef:
@@ -199,6 +199,10 @@ def symbolize(rec, all_dims, scalars=()):
                 if in_seq and v in derived:  # only sizes (ints in a list/tuple argument)
                     return derived[v]
                 return item
+            if len(item) == 2 and item[0] is LITERAL_INT:
+                # an int the user's code spells: a constant, keyed as any constant (whether it was looked up
+                # depends on this call's sizes)
+                return (int, item[1])
             if len(item) == 2 and item[0] is float:
                 i = floats.get(item[1])
                 return item if i is None else sym(i) if type(i) is int else i
@@ -276,6 +280,11 @@ def derived_sizes(sources, rec, by_value) -> dict:
             product = vi * values[j]
             if product not in by_value:
                 derived.setdefault(product, ("mul", i, j))
+    # a size times a constant the user's code spells (``x.repeat(2, 1)`` views its result as ``(2 * n, c)``)
+    for c in sorted(getattr(rec, "literal_values", ())):
+        for i, vi in enumerate(values):
+            if c * vi not in by_value:
+                derived.setdefault(c * vi, ("mulc", i, c))
     return derived
 
 
@@ -310,14 +319,20 @@ def _symbolic_value(item, values: list):
     return None
 
 
-def same_up_to_coincidence(cached, new, values: list) -> bool:
+def same_up_to_coincidence(cached, new, values: list, cached_values: list | None = None) -> bool:
     """Whether two symbolized recordings differ only where one holds an int and the other a
     symbol (or derived size) whose value this call is that int: a constant that happened to
     equal a size (``x.view(-1, 4)`` called with 4 elements), or a size keyed as a constant in
     the other. The cached graph then computes exactly this call's ops (it passes the constant,
     or computes the symbol, and both are the int this call's Python gave), so it serves the
-    call with no new compile (PyTorch's graph, traced with provenance, has no such miss)."""
-    if cached is new or cached == new:
+    call with no new compile (PyTorch's graph, traced with provenance, has no such miss).
+    ``values``: this call's values of the new key's symbols; ``cached_values``: of the cached graph's
+    symbols, read from this call's inputs by the graph's own sources (``values`` when not given). A
+    symbol of one and a symbol of the other match when their values are equal: two sizes the graph
+    keeps apart that are equal this call (``(3, 3)`` after ``(2, 3)``, one symbol in the new key)."""
+    if cached_values is None:
+        cached_values = values
+    if cached == new and cached_values is values:
         return True
     tc, tn = type(cached), type(new)
     if tc is tuple and len(cached) == 2 and cached[0] is int:
@@ -325,10 +340,13 @@ def same_up_to_coincidence(cached, new, values: list) -> bool:
         if value is not None:
             return value == cached[1]
     if tn is tuple and len(new) == 2 and new[0] is int:
-        value = _symbolic_value(cached, values)
+        value = _symbolic_value(cached, cached_values)
         if value is not None:
             return value == new[1]
+    theirs = _symbolic_value(cached, cached_values)
+    if theirs is not None:
+        return theirs == _symbolic_value(new, values)
     if tc is tuple and tn is tuple and len(cached) == len(new):
-        return all(same_up_to_coincidence(a, b, values) for a, b in zip(cached, new))
-    return False
+        return all(same_up_to_coincidence(a, b, values, cached_values) for a, b in zip(cached, new))
+    return cached == new
 

@@ -24,6 +24,10 @@ class UncapturedHigherOrderOpError(TorchDynamoException):
     """A higher-order op (``cond``, ``while_loop``) whose function could not be captured whole."""
 
 
+class InternalTorchDynamoError(TorchDynamoException):
+    """Python's own error inside the capture that PyTorch's tracer meets itself (unbounded recursion)."""
+
+
 class InvalidBackend(TorchDynamoException):
     def __init__(self, name):
         super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")

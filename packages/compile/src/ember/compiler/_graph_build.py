@@ -40,6 +40,16 @@ has_side_effect(_set_inference_mode)
 _LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ellipsis))
 
 
+def _keep_literals(a, i: int, literal, sub):
+    """Argument ``i`` of a node for the graph: itself where the user's code spelled it (``x * 2``), its list
+    items spelled so (``x.repeat(2, 1)``) kept, every other int substituted by ``sub`` (a size symbol)."""
+    if i in literal:
+        return a
+    if (type(a) is list or type(a) is tuple) and any((i, j) in literal for j in range(len(a))):
+        return type(a)(b if (i, j) in literal else sub(b, True) for j, b in enumerate(a))
+    return sub(a)
+
+
 def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(), output=None,
                        placeholder_name: str = "arg{}", forward_count: int | None = None, symbols=None):
     """The GraphModule of ``rec``'s pending segment, returning the values numbered ``live``.
@@ -111,6 +121,8 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             derived_nodes[value] = node
         return node
 
+    literal_args = getattr(rec, "literal_args", {})
+
     def sub(a, in_seq=False):
         if type(a) is Ref:
             return env[a.index]
@@ -151,7 +163,7 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
     module_stacks = rec.module_stacks
     op_index = 0
     grad_now = rec.start_grad_mode
-    for func, targs, tkwargs, first, nout in rec.nodes:
+    for index, (func, targs, tkwargs, first, nout) in enumerate(rec.nodes):
         if func is _GRAD_EVENT:
             grad, inference = targs
             if inference == rec_inference[0]:
@@ -162,7 +174,12 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             grad_now = grad
             continue
         target = func.fn if type(func) is _PythonOp else func
-        node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
+        literal = literal_args.get(index, ())  # ints the user's code spells stay constants (``symbolize`` too)
+        if literal:
+            node = graph.call_function(target, tuple(_keep_literals(a, i, literal, sub) for i, a in enumerate(targs)),
+                                       {k: a if ("kw", k) in literal else sub(a) for k, a in tkwargs.items()})
+        else:
+            node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
         if op_index < len(stacks) and stacks[op_index] is not None:
             node.meta["stack_trace"] = str(stacks[op_index])
         if op_index < len(module_stacks) and module_stacks[op_index]:

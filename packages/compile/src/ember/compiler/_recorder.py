@@ -67,6 +67,105 @@ def ref(index: int) -> Ref:
     return _REFS[index]
 
 
+# Instructions that only push an operand: a run of them right before the running instruction holds the
+# values that instruction takes (``x * 2``: LOAD_FAST x, LOAD_CONST 2, BINARY_OP; ``x.sum(2)``: ... CALL).
+_OPERAND_LOADS = frozenset({"LOAD_CONST", "LOAD_SMALL_INT", "LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF",
+                            "LOAD_ATTR", "LOAD_METHOD", "PRECALL", "KW_NAMES", "PUSH_NULL", "LOAD_FAST_LOAD_FAST",
+                            "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "CACHE"})
+_CONSTANT_LOADS = ("LOAD_CONST", "LOAD_SMALL_INT")
+_USER_CODE: dict = {}  # code object -> whether it is the program's (``is_user_file``)
+_SITE_INTS: dict = {}  # (code object, f_lasti) -> the int constants that instruction takes
+
+
+def _start(instruction):
+    """Where an instruction's source starts, (line, column), or None."""
+    p = instruction.positions
+    return None if p is None or p.lineno is None or p.col_offset is None else (p.lineno, p.col_offset)
+
+
+def _ints_of(constant) -> set:
+    if type(constant) is int:
+        return {constant}
+    if type(constant) is tuple:  # a folded tuple constant: ``F.pad(x, (2, 2))``
+        return {c for c in constant if type(c) is int}
+    return set()
+
+
+def _site_ints(code, lasti: int) -> frozenset:
+    """The int constants the instruction running at ``lasti`` takes as operands: those loaded by the run of
+    operand loads right before it, and for a binary op the constant where its expression starts (``3 - t``)."""
+    import bisect
+    import dis
+
+    ins = list(dis.get_instructions(code))
+    # f_lasti may point into the instruction's inline caches (CPython 3.11+), past its own offset
+    i = bisect.bisect_right([x.offset for x in ins], lasti) - 1
+    found: set = set()
+    if i < 0:
+        return frozenset()
+    for k in range(i - 1, max(i - 12, -1), -1):
+        if ins[k].opname not in _OPERAND_LOADS:
+            break
+        if ins[k].opname in _CONSTANT_LOADS:
+            found |= _ints_of(ins[k].argval)
+    start = _start(ins[i])
+    if ins[i].opname in ("BINARY_OP", "COMPARE_OP") and start is not None:
+        for k in range(i - 1, -1, -1):
+            where = _start(ins[k])
+            if where == start and ins[k].opname in _CONSTANT_LOADS:
+                found |= _ints_of(ins[k].argval)
+                break
+            if where is not None and where < start:
+                break
+    return frozenset(found)
+
+
+def _literal_of_user_code(value: int) -> bool:
+    """Whether the user's instruction running now takes the int ``value`` as a constant of its source
+    (``x * 2``, ``x.sum(2)``): with dynamic shapes such an op argument stays a constant even where it
+    equals a size, as Dynamo, which knows where each int came from, keeps it (``x * x.shape[0]`` takes a
+    computed int: a symbol). Per instruction the answer is computed once."""
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        user = _USER_CODE.get(code)
+        if user is None:
+            from ._user_frames import is_user_file
+
+            user = is_user_file(code.co_filename)
+            if len(_USER_CODE) < 100_000:
+                _USER_CODE[code] = user
+        if user:
+            break
+        f = f.f_back
+    if f is None:
+        return False
+    site = (f.f_code, f.f_lasti)
+    ints = _SITE_INTS.get(site)
+    if ints is None:
+        ints = _site_ints(*site)
+        if len(_SITE_INTS) < 1_000_000:
+            _SITE_INTS[site] = ints
+    return value in ints
+
+
+LITERAL_INT = object()  # key marker of an int argument the user's code spells (``_literal_of_user_code``)
+
+
+def _mark_literal_items(key, at: int, literal: list, values: set, candidates: set):
+    """A list/tuple argument's key with the int items the user's code spells marked ``LITERAL_INT``
+    (``x.repeat(2, 1)``); each marked item's position ``(at, j)`` is added to ``literal``, its value to ``values``."""
+    marker, items = key
+    marked = None
+    for j, item in enumerate(items):
+        if type(item) is tuple and len(item) == 2 and item[0] is int and item[1] >= 2 \
+                and item[1] in candidates and _literal_of_user_code(item[1]):
+            if marked is None:
+                marked = list(items)
+            marked[j] = (LITERAL_INT, item[1])
+            literal.append((at, j))
+            values.add(item[1])
+    return key if marked is None else (marker, tuple(marked))
 _LIST = object()  # key markers: a list and a tuple of the same items must not share a key
 _TUPLE = object()
 _GRAD_EVENT = object()
@@ -114,6 +213,12 @@ class Recorder(dispatch.DispatchMode):
         self._reset()
 
     def _reset(self) -> None:
+        # node index -> positions of the int arguments the user's code gave as constants (``x * 2``)
+        self.literal_args: dict = {}
+        self.literal_values: set = set()  # their values (``_dynamic`` derives ``value * size`` from them)
+        # the ints a size symbol could stand for: the inputs' sizes (and the number arguments'), the only
+        # values whose origin matters, so the only ones looked up in the user's bytecode
+        self.size_values: set = set()
         self.inputs: list = []  # real tensors, in order of first use
         self.input_index: dict = {}  # id(tensor) -> value index
         self.input_metas: dict = {}  # value index -> meta twin
@@ -171,6 +276,7 @@ class Recorder(dispatch.DispatchMode):
             self.input_storages[sid] = meta_storage
             self.input_ranges.append(_memory_range(storage))
         self.input_metas[v] = make_tensor(meta_storage, t._shape, t._stride, t._offset, t.dtype, META)
+        self.size_values.update(s for s in t._shape if type(s) is int)  # (hashing a SymInt would guard it)
         self.key.append((t.dtype, t._device, t._shape, t._stride, t._offset, t._requires_grad))
         return v
 
@@ -252,6 +358,7 @@ class Recorder(dispatch.DispatchMode):
                 if out is not NotImplemented:
                     return out
         targs, keys, margs, sig = [], [], [], []
+        literal: list = []
         device = None
         rg = False
         refs = _REFS
@@ -278,15 +385,22 @@ class Recorder(dispatch.DispatchMode):
                 margs.append(a)
                 sig.append(k)
             elif ta is int or ta is bool:
-                targs.append(a)
                 k = (ta, a)
-                keys.append(k)
+                if ta is int and a >= 2 and a in self.size_values and _literal_of_user_code(a):
+                    # keyed apart from a computed int: dynamic shapes keep it a constant (``_dynamic``)
+                    literal.append(len(targs))
+                    self.literal_values.add(a)
+                    keys.append((LITERAL_INT, a))
+                else:
+                    keys.append(k)
+                targs.append(a)
                 margs.append(a)
                 sig.append(k)
             else:
                 x, k, m = self._conv(a)
+                keys.append(_mark_literal_items(k, len(targs), literal, self.literal_values, self.size_values)
+                            if ta is list or ta is tuple else k)
                 targs.append(x)
-                keys.append(k)
                 margs.append(m)
                 if isinstance(a, Tensor):
                     sig.append((m.dtype, m._shape, m._stride, m._offset))
@@ -310,6 +424,10 @@ class Recorder(dispatch.DispatchMode):
                 x, k, m = self._conv(a)
                 tkwargs[name] = x
                 mkwargs[name] = m
+                if type(a) is int and a >= 2 and a in self.size_values and _literal_of_user_code(a):  # sum(dim=2)
+                    literal.append(("kw", name))
+                    self.literal_values.add(a)
+                    k = (LITERAL_INT, a)
                 kk.append((name, k))
                 if isinstance(a, Tensor):
                     device = device or a._device
@@ -353,10 +471,22 @@ class Recorder(dispatch.DispatchMode):
             except Exception as exc:
                 # A meta kernel that needs data, or bad input: the real op decides (it raises
                 # eager's exception, or computes what the meta kernel could not).
-                if self.owner.fullgraph:
-                    raise
-                return self._eager_op(func, args, kwargs,
-                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+                as_dynamo = type(exc) is RuntimeError and not getattr(self.owner, "traces_inputs", False)
+                try:
+                    if self.owner.fullgraph:
+                        raise
+                    return self._eager_op(func, args, kwargs,
+                                          f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+                except RuntimeError as real:
+                    if not as_dynamo or type(real) is not RuntimeError:
+                        raise
+                    # a compiled function's bad op (shapes that do not broadcast, mm of mismatched sizes):
+                    # PyTorch's Dynamo raises it from its fake-tensor run as a TorchRuntimeError
+                    from ._exc import TorchRuntimeError
+
+                    raise TorchRuntimeError(
+                        "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with "
+                        f"fake tensors: call_function ember.ops.{func.name}: got RuntimeError({str(real)!r})") from real
             if meta_key is not None:
                 remember(meta_key, out, margs)
         if type(out) is Tensor and out._device is META:
@@ -377,6 +507,8 @@ class Recorder(dispatch.DispatchMode):
                                  and (out.dtype.is_floating_point or out.dtype.is_complex), first)
                 self.values.append(weakref.ref(lazy))
                 self.value_meta.append((out, device, lazy._requires_grad))
+                if literal:
+                    self.literal_args[len(self.nodes)] = literal
                 self.nodes.append((func, targs, tkwargs, first, -1))
                 self.key.append((func, tuple(keys), kwkeys))
                 if self.want_stacks:
@@ -444,6 +576,8 @@ class Recorder(dispatch.DispatchMode):
             else:
                 values.append(None)
                 value_meta.append(None)
+        if literal:
+            self.literal_args[len(self.nodes)] = literal
         self.nodes.append((func, targs, tkwargs, first, len(outs) if multi else -1))
         self.key.append((func, tuple(keys), kwkeys))
         if self.want_stacks:

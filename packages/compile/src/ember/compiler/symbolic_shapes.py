@@ -588,7 +588,8 @@ def mark_dynamic(t, index, *, min: int | None = None, max: int | None = None) ->
     ranges = t.__dict__.setdefault("_dynamo_dynamic_range", {})
     for i in indices:
         if not -t.ndim <= i < t.ndim:
-            raise IndexError(f"mark_dynamic: dimension {i} out of range for a {t.ndim}-d tensor")
+            dyn.add(i)  # as PyTorch: recorded, and no size of the tensor is it (nothing is made dynamic)
+            continue
         i %= t.ndim
         dyn.add(i)
         ranges[i] = (2 if min is None else min, max)

@@ -47,7 +47,10 @@ def _per_tensor(spec, tensor, where: str) -> dict:
     if isinstance(spec, dict):
         out = {}
         for d, s in spec.items():
-            if not isinstance(d, int) or not -ndim <= d < ndim:
+            if isinstance(d, int) and not -ndim <= d < ndim:
+                # PyTorch's own error here: it writes the spec into a list of the tensor's dims
+                raise IndexError("list assignment index out of range")
+            if not isinstance(d, int):
                 raise UserError(UserErrorType.INVALID_INPUT,
                                 f"Dynamic shape spec {spec} for {where} names dimension {d}, but the tensor has "
                                 f"{ndim} dimensions")

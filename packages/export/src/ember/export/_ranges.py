@@ -201,8 +201,23 @@ def _check_derived(text, expr, got, at, bindings, where, ranges) -> None:
     if not value.is_Integer or int(value) != got:
         if at is not None:
             raise RuntimeError(f"Expected input at {at} to be equal to {value}, but got {got}")
-        raise AssertionError(f"Guard failed: {_expr_text(expr, where)} == {text}")
+        raise AssertionError(f"Guard failed: {text} == {_derived_text(expr, where)}")
     _check_range(expr, got, text, ranges, at)
+
+
+def _derived_text(expr, names: dict) -> str:
+    """A derived dim's size as PyTorch's guard prints it: ``1 + a.size()[0]``, ``2 * a.size()[0]`` (the
+    constant first, spaced products); other expressions as ``_expr_text``."""
+    free = list(expr.free_symbols)
+    if len(free) == 1 and isinstance(names.get(free[0]), str):
+        (sym,) = free
+        poly = sympy.Poly(expr, sym) if expr.is_polynomial(sym) else None
+        if poly is not None and poly.degree() == 1:
+            coeff, offset = poly.coeff_monomial(sym), poly.coeff_monomial(1)
+            if coeff.is_Integer and offset.is_Integer:
+                term = names[sym] if coeff == 1 else f"{coeff} * {names[sym]}"
+                return term if offset == 0 else f"{offset} + {term}"
+    return _expr_text(expr, names)
 
 
 def _size_repr(shape) -> str:

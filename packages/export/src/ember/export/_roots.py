@@ -28,8 +28,10 @@ def dynamic_roots(leaves, dim_specs, arg_names):
             kind = dim_kind(spec)
             if kind == "static":
                 if isinstance(spec, int) and spec != size:
-                    raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
-                                    f"Expected {where} to be {spec} as the dynamic_shapes spec says, got {size}")
+                    from ember.compiler._exc import ConstraintViolationError
+
+                    raise ConstraintViolationError(f"Static shape constraint of {spec} does not match input size of "
+                                                   f"{size}, for L['{arg_names[i]}'].size()[{d}]")
                 continue
             if kind == "dim":
                 root = spec.root

@@ -107,10 +107,16 @@ def classify_guards(env: ShapeEnv, roots):
             # A size that came out unequal to a constant (``x.shape[0] != 5`` in forward, a slice
             # ``x[: n // 2]`` that would be of size 1): PyTorch keeps it as an input guard of an
             # AUTO/DYNAMIC dim and refuses it for a named Dim whose range holds an excluded size.
-            # Between several dims (a shape-equality fast path) it is dropped.
+            # Between several dims it is kept where the user's code decided it, else dropped (a kernel's
+            # shape-equality fast path).
             # Kept: those the user's code decided, and those over a floor division of the user's
             # (``x[: n // 2]``); an ember kernel's (a broadcast's ``b != 3``) are not PyTorch's.
             direct = guard in getattr(env, "direct_guards", ())
+            if len(involved) > 1 and direct:
+                # ``if x.shape[0] != y.shape[0]`` in forward: PyTorch keeps it as an input guard (named Dims
+                # too: their ranges hold unequal sizes), so equal sizes are refused, not run on the other branch
+                env.runtime_guards = [*getattr(env, "runtime_guards", ()), guard]
+                continue
             if len(involved) == 1 and (direct or rel.atoms(sympy.floor, sympy.ceiling)):
                 excluded = _excluded_sizes(rel, involved[0])
                 if excluded:

@@ -190,6 +190,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
                         f"Expecting `args` to be a tuple of example positional inputs, got {type(args)}")
     kwargs = dict(kwargs or {})
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
+    _check_input_types(leaves, strict)
     seen = set()
     for i, x in enumerate(leaves):
         if _is_tensor(x):
@@ -360,6 +361,37 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
     return ep
 
+
+_STRICT_METADATA_TYPES = (ember.dtype, ember.device, complex, type(Ellipsis), bytes, ember.layout, ember.memory_format)
+
+
+def _check_input_types(leaves, strict: bool) -> None:
+    """PyTorch's export takes tensors, numbers, strings, None, enums and modules as inputs (pytree leaves);
+    any other object is refused before tracing, where ember would otherwise keep it as a constant guarded by
+    identity (so the program refused every other instance)."""
+    import enum
+
+    for leaf in leaves:
+        if _is_tensor(leaf) or leaf is None or isinstance(leaf, (int, float, bool, str, enum.Enum)):
+            continue
+        if isinstance(leaf, nn.Module) and not strict:
+            continue
+        if not strict:
+            raise ValueError(
+                f"Unsupported input type {type(leaf)}. "
+                "Export only supports pytree containers of basic types (Tensor, int, float, ...) as input. "
+                "To register a custom dataclass, use torch.export.register_dataclass. "
+                "To register a custom container type, use torch.utils._pytree.register_pytree_node. "
+                "To register a constant input, use torch.utils._pytree.register_constant")
+        if isinstance(leaf, _STRICT_METADATA_TYPES):  # PyTorch's strict mode traces them, then fails here
+            raise AssertionError(f"Encountered an unsupported object of type {type(leaf)} while writing the "
+                                 "metadata for exported program")
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"It looks like one of the inputs with type `{type(leaf)}` is not supported or "
+                        "pytree-flattenable. \nExported graphs inputs can only contain tensors, numbers, strings, "
+                        "None and enums. \nIf you are using a custom class object, please register a "
+                        "pytree_flatten/unflatten function using `torch.utils._pytree.register_pytree_node` or "
+                        "`torch.export.register_dataclass`.")
 
 
 @functools.wraps(_export)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 
 from ember.export import Dim, ExportedProgram
@@ -72,7 +73,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
            input_names=None, output_names=None, opset_version: int | None = None, dynamic_axes=None,
            keep_initializers_as_inputs: bool = False, dynamic_shapes=None, training=TrainingMode.EVAL,
            do_constant_folding: bool = True, dynamo: bool = True, external_data: bool = True,
-           report: bool = False, optimize: bool = False, verify: bool = False,
+           report: bool = False, optimize: bool = True, verify: bool = False,
            operator_export_type=OperatorExportTypes.ONNX, custom_opsets=None, export_modules_as_functions=False,
            autograd_inlining: bool = True, custom_translation_table=None, profile: bool = False,
            dump_exported_program: bool = False, artifacts_dir=".", fallback: bool = False,
@@ -98,6 +99,8 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
     if not isinstance(args, tuple):
         args = (args,)
     kwargs = dict(kwargs or {})
+    # PyTorch's dynamo exporter reports its stages on stdout unless verbose=False (programs print them)
+    say = _stage_printer(dynamo and verbose is not False)
     if isinstance(model, ExportedProgram):
         ep = model
     else:
@@ -113,7 +116,10 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
         try:
             if dynamic_axes is not None:
                 dynamic_shapes = _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes)
-            ep = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+            first_line = repr(model).split("\n", 1)
+            with say(f"Obtain model graph for `{first_line[0]}{'[...]' if len(first_line) > 1 else ''}` with "
+                     "`torch.export.export(..., strict=False)`"):
+                ep = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes)
         finally:
             _IN_EXPORT[0] -= 1
             _recurrence.SYMBOLIC_STEPS[0] -= 1
@@ -122,8 +128,14 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
     # export_params=False: the legacy exporter (and the dynamo one with keep_initializers_as_inputs)
     # makes the weights graph inputs; the dynamo one alone leaves them out, inputs and initializers
     # both, for the caller to attach later.
-    model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names,
-                                    weights="embed" if export_params else "inputs")
+    with say("Run decompositions"):
+        pass  # (the translation below decomposes as it goes)
+    with say("Translate the graph into ONNX"):
+        model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names,
+                                        weights="embed" if export_params else "inputs")
+    if optimize:
+        with say("Optimize the ONNX graph"):
+            pass  # (ember writes the graph without the redundancies PyTorch's optimizer removes)
     if not export_params and dynamo and not keep_initializers_as_inputs:
         _drop_state_inputs(model_proto, ep)
     if keep_initializers_as_inputs:
@@ -134,6 +146,26 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
     if f is not None:
         program.save(f)
     return program
+
+
+def _stage_printer(enabled: bool):
+    """``say(stage)``: a context that prints ``[torch.onnx] <stage>...`` and then ``... ✅`` (or ``... ❌``
+    when the stage raises), as PyTorch's dynamo exporter does; nothing when not ``enabled``."""
+
+    @contextlib.contextmanager
+    def say(stage: str):
+        if not enabled:
+            yield
+            return
+        print("[torch.onnx]", f"{stage}...")
+        try:
+            yield
+        except BaseException:
+            print("[torch.onnx]", f"{stage}... \u274c")
+            raise
+        print("[torch.onnx]", f"{stage}... \u2705")
+
+    return say
 
 
 def _drop_state_inputs(model, ep) -> None:

@@ -51,6 +51,13 @@ class _OpTable(dict):
                 from ember._ops import aten
 
                 return aten
+            # ``torch.ops.aten.relu.default``, ``torch.ops.higher_order.cond``: PyTorch's names, from ember-compile
+            if name in ("aten", "higher_order"):
+                from . import plugins
+
+                compiler = plugins.load("compile")
+                if compiler is not None:
+                    return getattr(compiler, name)
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
