@@ -14,18 +14,10 @@ class _Plugin:
 
         return cond
 
-
-    @property
-    def aten(self):
-        """``ember.ops.aten``: PyTorch's overload names over ember's ops."""
-        from ember._ops import aten
-
-        return aten
-
     @property
     def higher_order(self):
         """``ember.ops.higher_order``: the graph ops taking functions (``cond``, ``while_loop``)."""
-        from ember._ops import higher_order
+        from ember._higher_order_ops._namespace import higher_order
 
         return higher_order
 

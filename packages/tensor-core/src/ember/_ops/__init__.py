@@ -134,30 +134,6 @@ class _AtenNamespace:
 
 
 aten = _AtenNamespace()
-
-
-class _HigherOrderNamespace:
-    """``ember.ops.higher_order``: PyTorch's ``torch.ops.higher_order``, whose ``cond`` and ``while_loop`` are
-    the targets of those nodes in ember's graphs (``node.target is torch.ops.higher_order.cond`` holds)."""
-
-    name = "higher_order"
-    _OPS = ("cond", "while_loop")
-
-    def __getattr__(self, name: str) -> Op:
-        if name in self._OPS:
-            import ember._higher_order_ops  # noqa: F401 - registers the ops
-
-            return OPS[name]
-        raise AttributeError(f"'_OpNamespace' 'higher_order' object has no attribute '{name}'")
-
-    def __dir__(self):
-        return list(self._OPS)
-
-    def __repr__(self) -> str:
-        return "ember.ops.higher_order"
-
-
-higher_order = _HigherOrderNamespace()
 _WRAPPERS = (OpOverload, OpOverloadPacket)
 
 
@@ -177,4 +153,4 @@ def unwrap(target: Any) -> Any:
     return native_of(target)
 
 
-__all__ = ["OpOverload", "OpOverloadPacket", "aten", "higher_order", "unwrap"]
+__all__ = ["OpOverload", "OpOverloadPacket", "aten", "unwrap"]

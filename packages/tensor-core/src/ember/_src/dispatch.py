@@ -51,13 +51,12 @@ class _OpTable(dict):
                 from ember._ops import aten
 
                 return aten
-            # ``torch.ops.aten.relu.default``, ``torch.ops.higher_order.cond``: PyTorch's names, from ember-compile
-            if name in ("aten", "higher_order"):
+            if name == "higher_order":  # ``torch.ops.higher_order.cond``: graph ops of ember-compile
                 from . import plugins
 
                 compiler = plugins.load("compile")
                 if compiler is not None:
-                    return getattr(compiler, name)
+                    return compiler.higher_order
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
