@@ -20,6 +20,8 @@ CASES = [
     (2, 2, 1, 40, 24, 20, 12, True, False, ((16, 16), (16, 32), (32, 16))),
     (1, 2, 2, 17, 29, 16, 24, False, True, ((16, 16), (16, 32), (32, 16))),
     (1, 2, 1, 33, 47, 64, 64, False, False, ((32, 16), (16, 32), (32, 16))),
+    (2, 2, 1, 17, 29, 16, 24, False, 2, ((16, 16), (16, 32), (32, 16))),  # a key-padding row, ragged
+    (2, 2, 2, 32, 64, 16, 16, False, 2, ((16, 16), (16, 32), (32, 16))),  # ... and tiles that never pass the end
 ]
 
 
@@ -62,7 +64,9 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     pad = torch.nn.functional.pad
     g = torch.Generator().manual_seed(lq * s)
     q0, k0, v0 = (torch.randn(*shape, generator=g) for shape in ((b, h, lq, d), (b, hk, s, d), (b, hk, s, e)))
-    bias_t = torch.randn(1, h, lq, s, generator=g) if bias else None
+    # bias 2: one row over the keys for every query row (a key-padding mask: row stride 0)
+    bias_t = (torch.randn(b, 1, 1, s, generator=g) if bias == 2 else torch.randn(1, h, lq, s, generator=g)) if bias \
+        else None
     scale, group, dp, ep = 1 / math.sqrt(d), h // hk, _pow2(d), _pow2(e)
     q, k, v = pad(q0, (0, dp - d)), pad(k0, (0, dp - d)), pad(v0, (0, ep - e))
     bt = bias_t.expand(b, h, lq, s) if bias else q

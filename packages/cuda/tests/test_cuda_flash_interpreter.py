@@ -1,6 +1,6 @@
 """The flash-attention Triton kernels run by Triton's interpreter on the CPU (no GPU needed):
 forward, log-sum-exp and the dK/dV and dQ kernels against float64 attention in PyTorch, over
-the code paths the GPU takes (causal diagonal tiles, ragged lengths, grouped heads, a bias,
+the code paths the GPU takes (causal diagonal tiles, ragged lengths, grouped heads, a bias, a key-padding row,
 padded head widths). ``flash_interp_check.py`` runs in a fresh process (the interpreter must be
 chosen before Triton decorates the kernels). Skips where Triton is unavailable."""
 
@@ -24,4 +24,4 @@ def test_flash_kernels_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 4
+    assert done.stdout.count("ok") == 6

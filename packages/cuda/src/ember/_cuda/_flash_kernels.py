@@ -57,6 +57,28 @@ def _load_tile(ptrs, a_ok, b_ok, MASK_A: tl.constexpr, MASK_B: tl.constexpr):
 
 
 @triton.jit
+def _load_bias(ptrs, rows_ok, cols_ok, MASK_ROWS: tl.constexpr, MASK_COLS: tl.constexpr, HAS_BIAS: tl.constexpr,
+               KEYS_FIRST: tl.constexpr):
+    # A bias tile of query rows x keys (KEYS_FIRST: keys x query rows, the dK/dV kernel's layout). HAS_BIAS 2: one
+    # row of keys broadcast over the query rows (a key-padding mask): ``ptrs`` is a vector over the keys, loaded
+    # once per tile instead of a tile of pointers (registers) and loads.
+    if HAS_BIAS == 2:
+        if MASK_COLS:
+            x = tl.load(ptrs, mask=cols_ok, other=0.0)
+        else:
+            x = tl.load(ptrs)
+        if KEYS_FIRST:
+            x = x[:, None]
+        else:
+            x = x[None, :]
+    elif KEYS_FIRST:
+        x = _load_tile(ptrs, cols_ok, rows_ok, MASK_COLS, MASK_ROWS)
+    else:
+        x = _load_tile(ptrs, rows_ok, cols_ok, MASK_ROWS, MASK_COLS)
+    return x
+
+
+@triton.jit
 def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S, skn, svn, sbn, qk_scale,
                BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
                PREC: tl.constexpr, FOLD_SCALE: tl.constexpr, L, MASK_ROWS: tl.constexpr):
@@ -76,7 +98,7 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
         if not FOLD_SCALE:
             s = s * qk_scale
         if HAS_BIAS:
-            bias = _load_tile(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS)
+            bias = _load_bias(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS, HAS_BIAS, False)
             s += bias.to(tl.float32) * LOG2E
         if MASK_COLS:
             s = tl.where((cols < S)[None, :], s, float("-inf"))
@@ -138,7 +160,10 @@ def fwd(Q, K, V, B, O, LSE, scale,
         q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
     k_ptrs = K + b * skb + hk * skh + offs_n[:, None].to(tl.int64) * skn + offs_d[None, :]
     v_ptrs = V + b * svb + hk * svh + offs_n[:, None].to(tl.int64) * svn + offs_e[None, :]
-    b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
+    if HAS_BIAS == 2:  # one row over the keys (sbm == 0)
+        b_ptrs = B + b * sbb + h * sbh + offs_n.to(tl.int64) * sbn
+    else:
+        b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
     qk_scale = scale * LOG2E
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -336,7 +361,7 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delt
         if DP_FIRST:
             dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
         if HAS_BIAS:
-            bias = _load_tile(bt_ptrs, cols < S, rows < L, MASK_COLS, MASK_ROWS)
+            bias = _load_bias(bt_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS, HAS_BIAS, True)
             pt = tl.exp2(st * qk_scale + bias.to(tl.float32) * LOG2E - lse2[None, :])
         else:
             pt = tl.exp2(st * qk_scale - lse2[None, :])
@@ -396,7 +421,10 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
         v = tl.load(v_ptrs, mask=(cols < S)[:, None], other=0.0)
     qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :].to(tl.int64) * sqm + offs_d[:, None]
     do_ptrs = DO + b * sdb + h * sdh + offs_m[:, None].to(tl.int64) * sdm + offs_e[None, :]
-    bt_ptrs = B + b * sbb + h * sbh + offs_m[None, :].to(tl.int64) * sbm + cols[:, None].to(tl.int64) * sbn
+    if HAS_BIAS == 2:  # one row over the keys (sbm == 0)
+        bt_ptrs = B + b * sbb + h * sbh + cols.to(tl.int64) * sbn
+    else:
+        bt_ptrs = B + b * sbb + h * sbh + offs_m[None, :].to(tl.int64) * sbm + cols[:, None].to(tl.int64) * sbn
     lse_ptr = LSE + bh.to(tl.int64) * L
     delta_ptr = DELTA + bh.to(tl.int64) * L
     if ATOMIC_DQ == 2:
@@ -563,7 +591,7 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
         if DP_FIRST:
             dp = tl.dot(do, tl.trans(v), input_precision=PREC)
         if HAS_BIAS:
-            bias = _load_tile(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS)
+            bias = _load_bias(b_ptrs, rows < L, cols < S, MASK_ROWS, MASK_COLS, HAS_BIAS, False)
             p = tl.exp2(s * qk_scale + bias.to(tl.float32) * LOG2E - lse2[:, None])
         else:
             p = tl.exp2(s * qk_scale - lse2[:, None])
@@ -624,7 +652,10 @@ def _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
     lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
     k_ptrs = K + b * skb + hk * skh + offs_n[:, None].to(tl.int64) * skn + offs_d[None, :]
     v_ptrs = V + b * svb + hk * svh + offs_n[:, None].to(tl.int64) * svn + offs_e[None, :]
-    b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
+    if HAS_BIAS == 2:  # one row over the keys (sbm == 0)
+        b_ptrs = B + b * sbb + h * sbh + offs_n.to(tl.int64) * sbn
+    else:
+        b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
     qk_scale = scale * LOG2E
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     if CAUSAL:

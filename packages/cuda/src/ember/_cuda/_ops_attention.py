@@ -251,7 +251,9 @@ def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index, m
 def _consts(q, v, lq, s, bias, is_causal, bm, bn):
     # Head widths arrive padded to powers of two (_pad): the kernels never mask along them.
     return {"D": q._shape[3], "E": v._shape[3], "BLOCK_M": bm, "BLOCK_N": bn, "EVEN_M": lq % bm == 0,
-            "EVEN_N": s % bn == 0, "CAUSAL": bool(is_causal), "HAS_BIAS": bias is not None,
+            "EVEN_N": s % bn == 0, "CAUSAL": bool(is_causal),
+            # 2: a bias that is one row over the keys for every query row (a key-padding mask, row stride 0)
+            "HAS_BIAS": False if bias is None else 2 if bias._stride[2] == 0 else True,
             "PREC": "ieee" if q.dtype is dt.float32 else "tf32"}
 
 
