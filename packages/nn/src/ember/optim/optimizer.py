@@ -507,6 +507,9 @@ _FUSED_DTYPES = (ember.float32, ember.float64)
 
 def _effective_grad(p: Tensor, grad: Tensor, maximize: bool, weight_decay: float) -> Tensor:
     """``-grad`` under ``maximize``, plus ``weight_decay * p``: a new tensor unless neither applies."""
+    if weight_decay != 0 and grad._layout is not _STRIDED:
+        # PyTorch computes grad.add(p, alpha=weight_decay), which its sparse kernels refuse
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
     if maximize:
         grad = grad.neg()
         if weight_decay != 0:

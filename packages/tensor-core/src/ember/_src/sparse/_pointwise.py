@@ -225,8 +225,13 @@ def _sub(self, other):
     return _add(self, OPS["neg"](other) if isinstance(other, Tensor) else -other)
 
 
+def _scaled(other, alpha):
+    """``alpha * other`` for the sparse ``other`` of ``add(..., alpha=)``, or a dense one (``sparse + dense``)."""
+    return OPS["mul"](other, alpha) if isinstance(other, Tensor) and other._layout is strided else _mul(other, alpha)
+
+
 def _add_scaled(self, other, alpha):
-    return _add(self, _mul(other, alpha))
+    return _add(self, _scaled(other, alpha))
 
 
 def _add_(self, other):
@@ -241,7 +246,7 @@ def _add_(self, other):
 
 
 def _add_scaled_(self, other, alpha):
-    return _add_(self, _mul(other, alpha))
+    return _add_(self, _scaled(other, alpha))
 
 
 def _assign(self: Tensor, src: Tensor) -> None:
