@@ -8,8 +8,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributions import Categorical, kl_divergence
 from _seedfree import seed_free_init
+from torch.distributions import Categorical, kl_divergence
 
 
 class ChainEnvs:

@@ -6,8 +6,8 @@
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from _seedfree import data, seed_free_init
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 
 class Block(nn.Module):
@@ -49,7 +49,8 @@ ck = seed_free_init(Net(use_ckpt=True), salt=61)
 for m in (plain, ck):
     out, aux = m(x[0])
     (F.mse_loss(out, y[0]) + 0.1 * aux).backward()
-print('grads equal', all(torch.allclose(a.grad, b.grad, atol=1e-6) for a, b in zip(plain.parameters(), ck.parameters())))
+pairs = zip(plain.parameters(), ck.parameters())
+print('grads equal', all(torch.allclose(a.grad, b.grad, atol=1e-6) for a, b in pairs))
 print('grad norm', f'{torch.stack([p.grad.norm() for p in ck.parameters()]).norm().item():.6f}')
 
 ck.blocks[0].requires_grad_(False)

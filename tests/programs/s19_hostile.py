@@ -13,6 +13,9 @@ from torch.distributions import Categorical, MixtureSameFamily, Normal
 from torch.nn.utils.rnn import pack_sequence, pad_sequence
 from torch.utils.checkpoint import checkpoint
 
+sdpa = F.scaled_dot_product_attention
+halves = torch.tensor([0.5, 0.5])
+
 warnings.simplefilter("ignore")
 
 
@@ -76,7 +79,8 @@ case("bag bad mode", lambda: nn.EmbeddingBag(10, 3, mode='median'))
 case("bag empty input", lambda: shape(bag(torch.tensor([], dtype=torch.long), torch.tensor([0, 0]))))
 case("bag include_last_offset", lambda: shape(nn.EmbeddingBag(10, 3, include_last_offset=True)(
     torch.tensor([1, 2, 3]), torch.tensor([0, 1, 3]))))
-case("bag offsets int32 input int64", lambda: shape(bag(torch.tensor([1, 2, 3]), torch.tensor([0, 1], dtype=torch.int32))))
+case("bag offsets int32 input int64", lambda: shape(bag(torch.tensor([1, 2, 3]),
+                                                        torch.tensor([0, 1], dtype=torch.int32))))
 case("embedding padding_idx out of range", lambda: nn.Embedding(5, 2, padding_idx=5))
 case("embedding negative num", lambda: nn.Embedding(-1, 2))
 case("embedding from_pretrained 1d", lambda: nn.Embedding.from_pretrained(torch.ones(4)))
@@ -172,12 +176,13 @@ case("categorical logits inf", lambda: Categorical(logits=torch.tensor([0.0, flo
 case("categorical both", lambda: Categorical(probs=torch.tensor([0.5, 0.5]), logits=torch.tensor([0.0, 0.0])))
 case("categorical neither", lambda: Categorical())
 case("categorical scalar probs", lambda: Categorical(probs=torch.tensor(1.0)))
-case("categorical log_prob out of support", lambda: Categorical(probs=torch.tensor([0.5, 0.5])).log_prob(torch.tensor(2)))
-case("categorical log_prob float value", lambda: Categorical(probs=torch.tensor([0.5, 0.5])).log_prob(torch.tensor(1.0)))
+case("categorical log_prob out of support", lambda: Categorical(probs=halves).log_prob(torch.tensor(2)))
+case("categorical log_prob float value", lambda: Categorical(probs=halves).log_prob(torch.tensor(1.0)))
 case("categorical unnormalised", lambda: Categorical(probs=torch.tensor([1.0, 3.0])).log_prob(torch.tensor(1)))
 case("categorical zero probs entropy", lambda: Categorical(probs=torch.tensor([0.0, 0.0, 1.0])).entropy())
 case("categorical validate off", lambda: Categorical(probs=torch.tensor([0.5, -0.5]), validate_args=False).probs)
-case("categorical log_prob batch mismatch", lambda: Categorical(probs=torch.ones(2, 3) / 3).log_prob(torch.tensor([0, 1, 2])))
+case("categorical log_prob batch mismatch", lambda: Categorical(probs=torch.ones(2, 3) / 3)
+     .log_prob(torch.tensor([0, 1, 2])))
 case("mixture batch mismatch", lambda: MixtureSameFamily(Categorical(probs=torch.ones(2, 3) / 3),
                                                           Normal(torch.zeros(2, 4), torch.ones(2, 4))))
 case("mixture not categorical", lambda: MixtureSameFamily(Normal(0.0, 1.0), Normal(torch.zeros(3), torch.ones(3))))
@@ -229,22 +234,23 @@ enc = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_fi
 case("encoder layer wrong width", lambda: enc(torch.zeros(2, 3, 6)))
 case("encoder layer empty batch", lambda: shape(enc(torch.zeros(0, 3, 8))))
 case("encoder layer bad mask shape", lambda: enc(torch.zeros(2, 3, 8), src_mask=torch.zeros(2, 2)))
-case("encoder layer padding mask float", lambda: shape(enc(torch.zeros(2, 3, 8), src_key_padding_mask=torch.zeros(2, 3))))
-case("encoder layer all masked", lambda: enc(torch.ones(1, 2, 8), src_key_padding_mask=torch.ones(1, 2, dtype=torch.bool))
-     .isnan().all().item())
+case("encoder layer padding mask float", lambda: shape(enc(torch.zeros(2, 3, 8),
+                                                           src_key_padding_mask=torch.zeros(2, 3))))
+all_masked = torch.ones(1, 2, dtype=torch.bool)
+case("encoder layer all masked", lambda: enc(torch.ones(1, 2, 8), src_key_padding_mask=all_masked).isnan().all().item())
 q = torch.zeros(1, 2, 4, 8)
-case("sdpa causal with mask", lambda: F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool),
+case("sdpa causal with mask", lambda: sdpa(q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool),
                                                                      is_causal=True))
-case("sdpa head dim mismatch", lambda: F.scaled_dot_product_attention(q, q, torch.zeros(1, 2, 4, 6)).shape)
-case("sdpa q k dim mismatch", lambda: F.scaled_dot_product_attention(q, torch.zeros(1, 2, 4, 6), q))
-case("sdpa int inputs", lambda: F.scaled_dot_product_attention(q.long(), q.long(), q.long()))
-case("sdpa mixed dtypes", lambda: F.scaled_dot_product_attention(q, q.double(), q))
-case("sdpa dropout out of range", lambda: shape(F.scaled_dot_product_attention(q, q, q, dropout_p=1.5)))
-case("sdpa causal q longer than k", lambda: F.scaled_dot_product_attention(torch.ones(1, 1, 3, 2), torch.ones(1, 1, 2, 2),
+case("sdpa head dim mismatch", lambda: sdpa(q, q, torch.zeros(1, 2, 4, 6)).shape)
+case("sdpa q k dim mismatch", lambda: sdpa(q, torch.zeros(1, 2, 4, 6), q))
+case("sdpa int inputs", lambda: sdpa(q.long(), q.long(), q.long()))
+case("sdpa mixed dtypes", lambda: sdpa(q, q.double(), q))
+case("sdpa dropout out of range", lambda: shape(sdpa(q, q, q, dropout_p=1.5)))
+case("sdpa causal q longer than k", lambda: sdpa(torch.ones(1, 1, 3, 2), torch.ones(1, 1, 2, 2),
                                                                            torch.ones(1, 1, 2, 2), is_causal=True))
-case("sdpa scale zero", lambda: F.scaled_dot_product_attention(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 2, 2),
+case("sdpa scale zero", lambda: sdpa(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 2, 2),
                                                                torch.arange(4.0).view(1, 1, 2, 2), scale=0.0))
-case("sdpa enable_gqa mismatch", lambda: F.scaled_dot_product_attention(torch.zeros(1, 4, 2, 8), torch.zeros(1, 3, 2, 8),
+case("sdpa enable_gqa mismatch", lambda: sdpa(torch.zeros(1, 4, 2, 8), torch.zeros(1, 3, 2, 8),
                                                                         torch.zeros(1, 3, 2, 8), enable_gqa=True))
 # --- losses
 case("huber negative delta", lambda: F.huber_loss(torch.zeros(2), torch.ones(2), delta=-1.0))

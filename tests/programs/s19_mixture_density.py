@@ -8,8 +8,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributions import Categorical, Independent, MixtureSameFamily, Normal
 from _seedfree import data, seed_free_init
+from torch.distributions import Categorical, Independent, MixtureSameFamily, Normal
 
 
 class MDN(nn.Module):
@@ -48,14 +48,17 @@ for softplus in (False, True):
         print('softplus' if softplus else 'exp', step, f'{loss.item():.7f}')
     with torch.no_grad():
         logits, mu, sigma = net(x_data)
-        mix = MixtureSameFamily(Categorical(logits=logits), Independent(Normal(mu.unsqueeze(-1), sigma.unsqueeze(-1)), 1))
+        components = Independent(Normal(mu.unsqueeze(-1), sigma.unsqueeze(-1)), 1)
+        mix = MixtureSameFamily(Categorical(logits=logits), components)
         lp = mix.log_prob(y_data)
         print('mixture nll', f'{-lp.mean().item():.6f}', f'{mdn_loss(logits, mu, sigma, y_data).item():.6f}',
               tuple(mix.batch_shape), tuple(mix.event_shape))
         print('mean/var', f'{mix.mean.sum().item():.6f}', f'{mix.variance.sum().item():.6f}')
         best = mu.gather(1, logits.argmax(1, keepdim=True))
         print('argmax pred mse', f'{F.mse_loss(best, y_data).item():.6f}')
-m1 = MixtureSameFamily(Categorical(probs=torch.tensor([0.3, 0.7])), Normal(torch.tensor([-1.0, 1.0]), torch.tensor([0.5, 0.2])))
-print(m1.cdf(torch.tensor([0.0, 1.0])).tolist(), m1.log_prob(torch.tensor(0.9)).item(), m1.mean.item(), m1.variance.item())
+m1 = MixtureSameFamily(Categorical(probs=torch.tensor([0.3, 0.7])),
+                       Normal(torch.tensor([-1.0, 1.0]), torch.tensor([0.5, 0.2])))
+print(m1.cdf(torch.tensor([0.0, 1.0])).tolist(), m1.log_prob(torch.tensor(0.9)).item(), m1.mean.item(),
+      m1.variance.item())
 print(m1)
 print(Normal(0.0, 1.0).log_prob(torch.tensor(1.0)).item() + 0.5 * math.log(2 * math.pi))

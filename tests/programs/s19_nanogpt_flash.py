@@ -8,8 +8,8 @@ import math
 
 import torch
 import torch.nn as nn
-from torch.nn import functional as F
 from _seedfree import integers, seed_free_init
+from torch.nn import functional as F
 
 
 class LayerNorm(nn.Module):

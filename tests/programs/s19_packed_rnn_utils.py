@@ -6,18 +6,25 @@
 # trained on the concatenated final hidden states with Adam.
 import torch
 import torch.nn as nn
-from torch.nn.utils.rnn import (pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence,
-                                unpack_sequence, unpad_sequence)
 from _seedfree import data, integers, seed_free_init
+from torch.nn.utils.rnn import (
+    pack_padded_sequence,
+    pack_sequence,
+    pad_packed_sequence,
+    pad_sequence,
+    unpack_sequence,
+    unpad_sequence,
+)
 
 lengths = [5, 2, 7, 3]
 seqs = [data((n, 3), salt=i) for i, n in enumerate(lengths)]
 packed = pack_sequence(seqs, enforce_sorted=False)
 print(packed.data.shape, packed.batch_sizes.tolist(), packed.sorted_indices.tolist(), packed.unsorted_indices.tolist())
-print(packed.batch_sizes.dtype, packed.is_cuda, type(packed).__name__, packed._fields if hasattr(packed, '_fields') else None)
+print(packed.batch_sizes.dtype, packed.is_cuda, type(packed).__name__, packed._fields)
 padded = pad_sequence(seqs, batch_first=True)
 left = pad_sequence(seqs, batch_first=True, padding_value=-1.0, padding_side='left')
-print(tuple(padded.shape), left[1, :6, 0].tolist() == [-1.0] * 5 + [seqs[1][0, 0].item()], tuple(pad_sequence(seqs).shape))
+print(tuple(padded.shape), left[1, :6, 0].tolist() == [-1.0] * 5 + [seqs[1][0, 0].item()],
+      tuple(pad_sequence(seqs).shape))
 again = pack_padded_sequence(padded, torch.tensor(lengths), batch_first=True, enforce_sorted=False)
 print('same packing', torch.equal(again.data, packed.data), torch.equal(again.batch_sizes, packed.batch_sizes))
 print('unpack', all(torch.equal(a, b) for a, b in zip(unpack_sequence(packed), seqs)),

@@ -72,5 +72,6 @@ for step in range(6):
         mse = F.mse_loss(sr.clamp(0, 1), hr)
         psnr = 10 * math.log10(1 / mse.item())
         s = ssim(sr, hr, window, c=3)
-    print(f'step {step} charbonnier {loss.item():.6f} psnr {psnr:.4f} ssim {s.item():.6f} lr {sched.get_last_lr()[0]:.6g}')
+    print(f'step {step} charbonnier {loss.item():.6f} psnr {psnr:.4f} ssim {s.item():.6f}',
+          f'lr {sched.get_last_lr()[0]:.6g}')
 print(net.body[1].weight[:3].tolist(), F.pixel_unshuffle(hr[:1, :1, :4, :4], 2).flatten().tolist())

@@ -28,7 +28,7 @@ for line_search in (None, 'strong_wolfe'):
                             line_search_fn=line_search)
     evals = []
 
-    def closure():
+    def closure(opt=opt, fc=fc, evals=evals):
         opt.zero_grad()
         loss = nn.functional.mse_loss(fc(X), y)
         loss.backward()

@@ -49,7 +49,8 @@ model = nn.Sequential(nn.Conv1d(2, 4, 3, padding='same', dilation=2, padding_mod
                       nn.Embedding(7, 3, padding_idx=1, max_norm=2.0), nn.Flatten(0, -1), nn.Threshold(0.1, 20))
 print(model)
 plist = nn.ParameterList([nn.Parameter(torch.ones(2, 3)), nn.Parameter(torch.zeros(4))])
-pdict = nn.ParameterDict({'scale': nn.Parameter(torch.ones(1)), 'shift': nn.Parameter(torch.zeros(3, dtype=torch.float64))})
+pdict = nn.ParameterDict({'scale': nn.Parameter(torch.ones(1)),
+                          'shift': nn.Parameter(torch.zeros(3, dtype=torch.float64))})
 print(plist)
 print(pdict)
 opt = torch.optim.Adam([{'params': model[0].parameters()}, {'params': model[1].parameters(), 'lr': 0.1}],

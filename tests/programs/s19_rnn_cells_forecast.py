@@ -65,7 +65,8 @@ for kind in ('lstm', 'gru', 'rnn'):
     with torch.no_grad():
         pred = model(test_inp, future=5)
         test_loss = crit(pred[:, :-5], test_target)
-    print(kind, 'test', f'{test_loss.item():.10f}', tuple(pred.shape), pred.dtype, [round(v, 6) for v in pred[0, -3:].tolist()])
+    print(kind, 'test', f'{test_loss.item():.10f}', tuple(pred.shape), pred.dtype,
+          [round(v, 6) for v in pred[0, -3:].tolist()])
 cell = seed_free_init(nn.LSTMCell(3, 4), salt=112)
 h, c = cell(torch.ones(3))
 h2, c2 = cell(torch.ones(1, 3), (h.unsqueeze(0), c.unsqueeze(0)))

@@ -76,6 +76,7 @@ print(F.gaussian_nll_loss(mean, y, var.squeeze(1).unsqueeze(1), reduction='sum')
       F.gaussian_nll_loss(mean.squeeze(1), y.squeeze(1), torch.ones(1).expand(48) * 0.5).item())
 counts = torch.tensor([0., 1., 3., 7., 2.])
 rate = torch.tensor([0.5, 1.5, 2.0, 6.0, 2.5])
-print('poisson', F.poisson_nll_loss(rate.log(), counts).item(), F.poisson_nll_loss(rate, counts, log_input=False).item(),
+print('poisson', F.poisson_nll_loss(rate.log(), counts).item(),
+      F.poisson_nll_loss(rate, counts, log_input=False).item(),
       F.poisson_nll_loss(rate.log(), counts, full=True, reduction='none').tolist())
 print(nn.HuberLoss(delta=0.7), nn.SmoothL1Loss(beta=0.7), gnll, nn.PoissonNLLLoss(log_input=False, full=True))
