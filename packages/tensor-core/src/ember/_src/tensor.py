@@ -23,6 +23,11 @@ _SCALAR_GRAD_WARNED = [False]
 # an active __torch_function__: every subclass's, unless it sets _disabled_torch_function_impl).
 _OWN_HOOKS = ("__torch_dispatch__", "_autograd_alias", "_layout")
 
+# How many times an existing tensor's dtype has changed in place (``.data =``, ``set_``, swap_tensors,
+# a sparse in-place op): a cache of what dtypes some tensors have (the optimizers' "is a parameter
+# complex?") holds while this count stays the same.
+DTYPE_CHANGES = [0]
+
 
 
 def _no_dims(dim) -> None:
@@ -307,6 +312,8 @@ class Tensor(_C.TensorBase):
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
         _C._keep_version_counter(self)  # self keeps its counter (shared with its views), not other's
+        if other.dtype is not self.dtype:
+            DTYPE_CHANGES[0] += 1
         self._storage = other._storage
         self._shape = other._shape
         self._stride = other._stride
@@ -343,6 +350,8 @@ class Tensor(_C.TensorBase):
             size, stride, storage_offset = (0,), (1,), 0
         _C._keep_version_counter(self)  # self keeps its own counter over the new memory
         if isinstance(source, Tensor):
+            if source.dtype is not self.dtype:
+                DTYPE_CHANGES[0] += 1
             self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
             self._offset, self.dtype = source._offset, source.dtype
             self._bump_version()
