@@ -51,7 +51,8 @@ for step in range(5):
 class ConvAE(nn.Module):
     def __init__(self):
         super().__init__()
-        self.enc = nn.Sequential(nn.Conv1d(1, 8, 5, stride=2, padding=2), nn.ReLU(), nn.Conv1d(8, 4, 5, stride=2, padding=2))
+        self.enc = nn.Sequential(nn.Conv1d(1, 8, 5, stride=2, padding=2), nn.ReLU(),
+                                 nn.Conv1d(8, 4, 5, stride=2, padding=2))
         self.dec = nn.Sequential(nn.ConvTranspose1d(4, 8, 5, stride=2, padding=2, output_padding=1), nn.ReLU(),
                                  nn.ConvTranspose1d(8, 1, 5, stride=2, padding=2, output_padding=1))
 

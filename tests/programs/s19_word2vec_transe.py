@@ -15,7 +15,8 @@ vocab = 30
 corpus = rs.zipf(1.6, size=400) % vocab
 counts = np.bincount(corpus, minlength=vocab).astype(np.float64)
 unigram = counts ** 0.75 / (counts ** 0.75).sum()
-pairs = [(corpus[i], corpus[j]) for i in range(len(corpus)) for j in range(max(0, i - 2), min(len(corpus), i + 3)) if i != j]
+pairs = [(corpus[i], corpus[j]) for i in range(len(corpus))
+         for j in range(max(0, i - 2), min(len(corpus), i + 3)) if i != j]
 pairs = np.array(pairs[:960])
 
 
