@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent / "programs"
 sys.path.insert(0, str(HERE))
 from _compare import differences, hostile_cases, hostile_problems, run_under_both  # noqa: E402
 
-HOSTILE = {"s19_hostile.py": 120, "s19_hostile_api.py": 200}  # each program, the fewest cases it must have
+HOSTILE = {"s19_hostile.py": 120, "s19_hostile_api.py": 240}  # each program, the fewest cases it must have
 PROGRAMS = sorted(p.name for p in HERE.glob("s19_*.py") if p.name not in HOSTILE)
 # Hostile cases whose exception type is PyTorch's but whose message deliberately is not.
 MESSAGE_DIFFERS: dict[str, str] = {
@@ -31,6 +31,8 @@ MESSAGE_DIFFERS: dict[str, str] = {
     "interp bool": "PyTorch's text names the internal kernel it took (upsample_nearest2d_channels_last); ember "
                    "names the op",
     "load bad bytes": "PyTorch's text is its generic weights-only advice; ember says the bytes are no zip archive",
+    "inplace on pow input": "ember names the node the saved tensor had when saved (Mul), PyTorch its current one (Add, "
+                            "the in-place op's): ember keeps no reference to the original tensor",
 }
 
 

@@ -4,7 +4,8 @@
 # the loss zoo's edge cases (ignore_index everywhere, out-of-range targets, probabilities outside
 # [0, 1]), one_hot/normalize/pdist, pooling variants; Module API misuse (names, state_dict
 # surgery, containers), tensor creation/indexing/reduction errors; and torch.distributions (log_prob,
-# cdf/icdf, entropy, KL pairs, transforms, constraints, validation). Each case prints its result or the
+# cdf/icdf, entropy, KL pairs, transforms, constraints, validation); autograd misuse (backward twice,
+# in-place writes into saved tensors, hooks, inference tensors, custom Functions). Each case prints its result or the
 # exception's type and message.
 import io
 import warnings
@@ -517,3 +518,331 @@ case(
         D.Distribution.set_default_validate_args(True),
     )[1],
 )
+
+
+# --- autograd as programs misuse it
+def twice():
+    x = torch.ones(2, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+case("backward twice", twice)
+
+
+def twice_retain():
+    x = torch.ones(2, requires_grad=True)
+    y = (x.exp()).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    return x.grad
+
+
+case("backward twice retain", twice_retain)
+case("backward nonscalar", lambda: (torch.ones(2, requires_grad=True) * 2).backward())
+case("backward no grad", lambda: torch.ones(2).sum().backward())
+case(
+    "grad unused",
+    lambda: torch.autograd.grad(
+        (torch.ones(2, requires_grad=True) * 2).sum(), [torch.ones(2, requires_grad=True)]
+    ),
+)
+case(
+    "grad allow_unused",
+    lambda: torch.autograd.grad(
+        (lambda a: (a * 2).sum())(torch.ones(2, requires_grad=True)),
+        [torch.ones(2, requires_grad=True)],
+        allow_unused=True,
+    ),
+)
+
+
+def mat_unused():
+    a = torch.ones(2, requires_grad=True)
+    b = torch.ones(2, requires_grad=True)
+    return torch.autograd.grad((a * 2).sum(), [a, b], allow_unused=True, materialize_grads=True)[1]
+
+
+case("grad materialize", mat_unused)
+
+
+def inplace_leaf():
+    x = torch.ones(2, requires_grad=True)
+    x.add_(1)
+
+
+case("inplace leaf", inplace_leaf)
+
+
+def inplace_saved():
+    x = torch.ones(2, requires_grad=True)
+    y = x.sigmoid()
+    y.mul_(2)
+    y.sum().backward()
+    return x.grad
+
+
+case("inplace on sigmoid out", inplace_saved)
+
+
+def inplace_saved2():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 1
+    z = y.exp()
+    y.add_(1)
+    z.sum().backward()
+    return x.grad
+
+
+case("inplace on exp input ok", inplace_saved2)
+
+
+def inplace_saved3():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 1
+    z = y.pow(2)
+    y.add_(1)
+    z.sum().backward()
+
+
+case("inplace on pow input", inplace_saved3)
+
+
+def retain():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    (y * y).sum().backward()
+    return y.grad
+
+
+case("retain_grad", retain)
+
+
+def hook():
+    x = torch.ones(2, requires_grad=True)
+    x.register_hook(lambda g: g * 10)
+    (x * 2).sum().backward()
+    return x.grad
+
+
+case("tensor hook", hook)
+
+
+def post_acc():
+    x = torch.ones(2, requires_grad=True)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.sum().item()))
+    (x * 2).sum().backward()
+    return seen
+
+
+case("post accumulate hook", post_acc)
+
+
+def detect():
+    with torch.autograd.detect_anomaly():
+        x = torch.tensor([0.0], requires_grad=True)
+        (x.sqrt() * 0).sum().backward()
+        return x.grad
+
+
+case("detect anomaly nan", detect)
+
+
+def no_grad_dec():
+    @torch.no_grad()
+    def f(x):
+        return x * 2
+
+    return f(torch.ones(1, requires_grad=True)).requires_grad
+
+
+case("no_grad decorator", no_grad_dec)
+case(
+    "enable_grad in no_grad",
+    lambda: (
+        lambda: [
+            torch.set_grad_enabled(False),
+            (torch.ones(1, requires_grad=True) * 2).requires_grad,
+            torch.set_grad_enabled(True),
+        ][1]
+    )(),
+)
+case(
+    "inference tensor grad",
+    lambda: (lambda t: t.requires_grad_())(torch.inference_mode()(lambda: torch.ones(1))()),
+)
+
+
+def infmode():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    return (t * torch.ones(2, requires_grad=True)).sum().backward()
+
+
+case("inference tensor in graph", infmode)
+
+
+def infmode_inplace():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    t.add_(1)
+
+
+case("inference tensor inplace outside", infmode_inplace)
+
+
+def jac():
+    return torch.autograd.functional.jacobian(lambda x: x**2, torch.tensor([1.0, 2.0]))
+
+
+case("jacobian", jac)
+case("hessian", lambda: torch.autograd.functional.hessian(lambda x: (x**3).sum(), torch.tensor([1.0, 2.0])))
+case("vjp", lambda: torch.autograd.functional.vjp(lambda x: x * 2, torch.ones(2), torch.ones(2))[1])
+
+
+def gradcheck():
+    return torch.autograd.gradcheck(
+        lambda x: (x * x).sum(), (torch.ones(2, dtype=torch.double, requires_grad=True),)
+    )
+
+
+case("gradcheck", gradcheck)
+case(
+    "gradcheck float warn",
+    lambda: torch.autograd.gradcheck(
+        lambda x: x * 2, (torch.ones(2, requires_grad=True),), raise_exception=False
+    ),
+)
+
+
+def double_backward():
+    x = torch.tensor([2.0], requires_grad=True)
+    (g,) = torch.autograd.grad(x**3, x, create_graph=True)
+    (g2,) = torch.autograd.grad(g, x)
+    return g2
+
+
+case("double backward", double_backward)
+
+
+def fn_ctx():
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g, None
+
+    x = torch.ones(2, requires_grad=True)
+    Sq.apply(x).sum().backward()
+
+
+case("function too many grads", fn_ctx)
+
+
+def fn_wrong_shape():
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.ones(3)
+
+    x = torch.ones(2, requires_grad=True)
+    Bad.apply(x).sum().backward()
+
+
+case("function wrong grad shape", fn_wrong_shape)
+
+
+def set_detect():
+    torch.autograd.set_detect_anomaly(False)
+    return torch.is_anomaly_enabled()
+
+
+case("set_detect_anomaly", set_detect)
+
+
+def grad_of_int():
+    return torch.ones(2, dtype=torch.long, requires_grad=True)
+
+
+case("int requires grad", grad_of_int)
+
+
+def grad_setter_bad():
+    x = torch.ones(2, requires_grad=True)
+    x.grad = torch.ones(3)
+
+
+case("grad setter bad shape", grad_setter_bad)
+
+
+def grad_setter_dtype():
+    x = torch.ones(2, requires_grad=True)
+    x.grad = torch.ones(2, dtype=torch.double)
+
+
+case("grad setter bad dtype", grad_setter_dtype)
+
+
+def detach_inplace():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    d = y.detach()
+    d.add_(1)
+    y.sum().backward()
+    return x.grad
+
+
+case("detach shares version", detach_inplace)
+
+
+def leaf_view_inplace():
+    x = torch.ones(4, requires_grad=True)
+    v = x[:2]
+    v.mul_(2)
+
+
+case("leaf view inplace", leaf_view_inplace)
+
+
+def view_inplace():
+    x = torch.ones(4, requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    v.mul_(3)
+    y.sum().backward()
+    return x.grad
+
+
+case("view inplace grad", view_inplace)
+
+
+def unbind_inplace():
+    x = torch.ones(2, 2, requires_grad=True)
+    a, b = (x * 1).unbind(0)
+    a.mul_(2)
+
+
+case("unbind output inplace", unbind_inplace)
+
+
+def nn_param_grad_acc():
+    lin = nn.Linear(2, 1)
+    x = torch.ones(3, 2)
+    lin(x).sum().backward()
+    lin(x).sum().backward()
+    return lin.bias.grad
+
+
+case("grad accumulates", nn_param_grad_acc)
