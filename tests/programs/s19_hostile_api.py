@@ -5,7 +5,8 @@
 # [0, 1]), one_hot/normalize/pdist, pooling variants; Module API misuse (names, state_dict
 # surgery, containers), tensor creation/indexing/reduction errors; and torch.distributions (log_prob,
 # cdf/icdf, entropy, KL pairs, transforms, constraints, validation); autograd misuse (backward twice,
-# in-place writes into saved tensors, hooks, inference tensors, custom Functions). Each case prints its result or the
+# in-place writes into saved tensors, hooks, inference tensors, custom Functions); optimizers resumed from
+# their state_dict, bad options and the scheduler zoo. Each case prints its result or the
 # exception's type and message.
 import io
 import warnings
@@ -846,3 +847,177 @@ def nn_param_grad_acc():
 
 
 case("grad accumulates", nn_param_grad_acc)
+
+
+# --- optimizers resumed from state_dict, bad options, schedulers
+def P(v=(1.0, -2.0)):
+    p = nn.Parameter(torch.tensor(list(v)))
+    p.grad = torch.tensor([0.5, 0.25])
+    return p
+
+
+for name, kw in [
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1)),
+    ("Adam", dict(lr=0.1, amsgrad=True, maximize=True)),
+    ("AdamW", dict(lr=0.1, weight_decay=0.5)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1, initial_accumulator_value=0.2)),
+    ("NAdam", dict(lr=0.1, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.1, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("Rprop", dict(lr=0.1, etas=(0.4, 1.3))),
+    ("ASGD", dict(lr=0.1, t0=1)),
+    ("Adamax", dict(lr=0.1)),
+    ("Adadelta", dict(lr=1.0, rho=0.8)),
+]:
+
+    def run(name=name, kw=kw):
+        p = P()
+        opt = getattr(torch.optim, name)([p], **kw)
+        for _ in range(3):
+            opt.step()
+        sd = opt.state_dict()
+        p2 = P()
+        opt2 = getattr(torch.optim, name)([p2], **kw)
+        opt2.load_state_dict(sd)
+        with torch.no_grad():
+            p2.copy_(p)
+        opt.step()
+        opt2.step()
+        return [round(v, 6) for v in p.tolist()] + [torch.equal(p, p2)] + sorted(sd["state"][0].keys())
+
+    case(f"{name} resume", run)
+case(
+    "lr tensor", lambda: (lambda p: (torch.optim.Adam([p], lr=torch.tensor(0.1)).step(), p.tolist())[1])(P())
+)
+case("lr negative", lambda: torch.optim.Adam([P()], lr=-0.1))
+case("betas bad", lambda: torch.optim.Adam([P()], betas=(0.9, 1.2)))
+case("eps negative", lambda: torch.optim.AdamW([P()], eps=-1.0))
+case("momentum negative", lambda: torch.optim.SGD([P()], lr=0.1, momentum=-0.1))
+case("nesterov no momentum", lambda: torch.optim.SGD([P()], lr=0.1, nesterov=True))
+case("sgd no lr", lambda: torch.optim.SGD([P()]).defaults["lr"])
+case("weight_decay negative", lambda: torch.optim.SGD([P()], lr=0.1, weight_decay=-1))
+case(
+    "dup params", lambda: len(torch.optim.SGD([{"params": [p := P()]}, {"params": [p]}], lr=0.1).param_groups)
+)
+case("params generator consumed", lambda: torch.optim.SGD((x for x in []), lr=0.1))
+case("param non leaf", lambda: torch.optim.SGD([P() * 2], lr=0.1))
+case("param dict no params", lambda: torch.optim.SGD([{"lr": 0.1}], lr=0.1))
+case(
+    "load_state_dict group mismatch",
+    lambda: torch.optim.SGD([P()], lr=0.1).load_state_dict(torch.optim.SGD([P(), P()], lr=0.1).state_dict()),
+)
+case(
+    "load_state_dict groups count",
+    lambda: torch.optim.SGD([P()], lr=0.1).load_state_dict({"state": {}, "param_groups": []}),
+)
+case("zero_grad none", lambda: (lambda p: (torch.optim.SGD([p], lr=0.1).zero_grad(), p.grad)[1])(P()))
+case(
+    "zero_grad keep",
+    lambda: (lambda p: (torch.optim.SGD([p], lr=0.1).zero_grad(set_to_none=False), p.grad)[1])(P()),
+)
+case("step closure return", lambda: torch.optim.SGD([P()], lr=0.1).step(lambda: torch.tensor(3.0)))
+case(
+    "state_dict names",
+    lambda: torch.optim.SGD([("w", P())], lr=0.1).state_dict()["param_groups"][0]["param_names"],
+)
+case(
+    "add_param_group overlap",
+    lambda: (lambda p: torch.optim.SGD([p], lr=0.1).add_param_group({"params": [p]}))(P()),
+)
+case("add_param_group set", lambda: torch.optim.SGD([P()], lr=0.1).add_param_group({"params": {P()}}))
+case(
+    "scheduler before optimizer warn",
+    lambda: (
+        lambda o: (lambda s: (s.step(), o.step(), s.get_last_lr()))(torch.optim.lr_scheduler.StepLR(o, 1))
+    )(torch.optim.SGD([P()], lr=0.1))[2],
+)
+case(
+    "steplr state_dict",
+    lambda: sorted(torch.optim.lr_scheduler.StepLR(torch.optim.SGD([P()], lr=0.1), 2).state_dict()),
+)
+case(
+    "lambdalr state_dict lambdas",
+    lambda: torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([P()], lr=0.1), lambda e: 0.5).state_dict()[
+        "lr_lambdas"
+    ],
+)
+case(
+    "sequential bad milestones",
+    lambda: (
+        lambda o: torch.optim.lr_scheduler.SequentialLR(
+            o,
+            [torch.optim.lr_scheduler.ConstantLR(o), torch.optim.lr_scheduler.ExponentialLR(o, 0.9)],
+            milestones=[1, 2],
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "chained",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(4)])(
+            torch.optim.lr_scheduler.ChainedScheduler(
+                [
+                    torch.optim.lr_scheduler.ConstantLR(o, 0.5, 2),
+                    torch.optim.lr_scheduler.ExponentialLR(o, 0.9),
+                ]
+            )
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "sequential lrs",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(5)])(
+            torch.optim.lr_scheduler.SequentialLR(
+                o,
+                [
+                    torch.optim.lr_scheduler.LinearLR(o, 0.1, 1.0, 2),
+                    torch.optim.lr_scheduler.CosineAnnealingLR(o, 3),
+                ],
+                milestones=[2],
+            )
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "polynomial",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(5)])(
+            torch.optim.lr_scheduler.PolynomialLR(o, 4, 2.0)
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "cosine closed form epoch",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(7)])(
+            torch.optim.lr_scheduler.CosineAnnealingLR(o, 3, eta_min=0.01)
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "swa lr",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(4)])(
+            torch.optim.swa_utils.SWALR(o, swa_lr=0.05, anneal_epochs=2)
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "multiplicative",
+    lambda: (
+        lambda o: (lambda s: [s.step() or round(o.param_groups[0]["lr"], 6) for _ in range(3)])(
+            torch.optim.lr_scheduler.MultiplicativeLR(o, lambda e: 0.5)
+        )
+    )(torch.optim.SGD([P()], lr=0.1)),
+)
+case(
+    "optimizer pickle",
+    lambda: (
+        lambda b: (
+            torch.save(torch.optim.Adam([P()]).state_dict(), b),
+            b.seek(0),
+            sorted(torch.load(b, weights_only=True)["param_groups"][0]),
+        )[2]
+    )(io.BytesIO()),
+)
