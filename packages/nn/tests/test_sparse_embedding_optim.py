@@ -77,3 +77,22 @@ def test_sparse_adam_errors():
     emb(ember.tensor([1])).sum().backward()
     with pytest.raises(RuntimeError, match="weight_decay"):
         ember.optim.Adagrad(emb.parameters(), weight_decay=0.1).step()
+
+
+def test_sparse_adam_step_is_a_python_int_as_in_pytorch():
+    """PyTorch's SparseAdam keeps ``state['step']`` as an int (its state_dict and a printout show ``5``,
+    not ``tensor(5.)``); the counter survives a state_dict round trip as an int."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for mod in (ember, torch):
+        emb = mod.nn.Embedding(5, 2, sparse=True)
+        opt = mod.optim.SparseAdam(emb.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            emb(mod.tensor([1, 3])).sum().backward()
+            opt.step()
+        opt2 = mod.optim.SparseAdam(emb.parameters(), lr=0.1)
+        opt2.load_state_dict(opt.state_dict())
+        results.append((opt.state[emb.weight]["step"], opt2.state_dict()["state"][0]["step"]))
+    assert results[0] == results[1] == (3, 3)
+    assert all(type(v) is int for v in results[0])

@@ -620,12 +620,14 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     saved = []
     reads = True
     meta_only = False
+    meta_args = ()
     numbers = 0
     if formula is not None:
         reads = formula.reads_inputs
         if reads is None:
             reads = formula.reads_inputs = _reads_inputs(formula.backward)
         meta_only = formula.meta_only
+        meta_args = formula.meta_args
     skip = NONDIFF_ARGS.get(name, ())
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
@@ -645,7 +647,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                     meta.append(None)
             if a.dtype.is_complex:
                 return None  # the general path picks the complex formula
-            saved.append(None if not reads else _stand_in(a) if meta_only else SavedTensor(a, False))
+            saved.append(None if not reads else _stand_in(a) if meta_only or i in meta_args else SavedTensor(a, False))
         elif type(a) in (list, tuple) and a:
             return None
         else:
@@ -723,7 +725,7 @@ def native_spec(op):
         if name in NON_DIFFERENTIABLE or not op.differentiable:
             return (name, None, None, False, False, False, None, False, None)
         return (name, None)
-    if "inplace" in op.tags:
+    if "inplace" in op.tags or formula.meta_args:  # (the native recording saves all or none as stand-ins)
         return None
     reads = formula.reads_inputs
     if reads is None:
@@ -782,8 +784,9 @@ def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     saved_args = []
     need_node = False
     meta_only = formula is not None and formula.meta_only
-    for a in saved_in:
-        if meta_only:
+    meta_args = formula.meta_args if formula is not None else ()
+    for i, a in enumerate(saved_in):
+        if meta_only or i in meta_args:
             a = _stand_in(a)
         elif isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
             a = _save(a, outs)

@@ -423,6 +423,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                f"arguments for embedding_bag)")
     if max_norm is not None:
         _misc._renorm_(weight, input, float(max_norm), float(norm_type))
+    if per_sample_weights is not None and mode == "sum" and per_sample_weights.dtype is not weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
+                           f"'per_sample_weights'; but type {ember.typename(weight)} does not equal "
+                           f"{ember.typename(per_sample_weights)} (while checking arguments for embedding_bag)")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "

@@ -12,10 +12,8 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_betas,
     _check_lr,
-    _new_step,
     _no_grad_step,
     _run_closure,
     _scalar,
@@ -78,10 +76,12 @@ class SparseAdam(Optimizer):
                     raise RuntimeError("SparseAdam does not support dense gradients, please consider Adam instead")
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _new_step()
+                    # PyTorch's SparseAdam counts steps in a Python int (its other optimizers use a tensor)
+                    state["step"] = 0
                     state["exp_avg"] = ember.zeros_like(p)
                     state["exp_avg_sq"] = ember.zeros_like(p)
-                step = _bump(state["step"])
+                state["step"] += 1
+                step = state["step"]
                 _sparse_adam_update(p, grad, state["exp_avg"], state["exp_avg_sq"], step, lr, beta1, beta2, eps,
                                     maximize)
         return loss

@@ -52,6 +52,10 @@ def swap_tensors(t1, t2):
 
     _poison_live_accumulator(t1)
     _poison_live_accumulator(t2)
+    if t1.dtype is not t2.dtype:
+        from ember._src.tensor import DTYPE_CHANGES
+
+        DTYPE_CHANGES[0] += 1
     swap_attr("__class__")
     for slot in t1_slots:
         if hasattr(t1, slot) and hasattr(t2, slot):

@@ -6,6 +6,7 @@ Only metadata and Python protocols live here. Every computation is an op (see
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 from . import dispatch, dtypes, grad_mode, torch_function
@@ -22,6 +23,20 @@ _SCALAR_GRAD_WARNED = [False]
 # an active __torch_function__: every subclass's, unless it sets _disabled_torch_function_impl).
 _OWN_HOOKS = ("__torch_dispatch__", "_autograd_alias", "_layout")
 
+# How many times an existing tensor's dtype has changed in place (``.data =``, ``set_``, swap_tensors,
+# a sparse in-place op): a cache of what dtypes some tensors have (the optimizers' "is a parameter
+# complex?") holds while this count stays the same.
+DTYPE_CHANGES = [0]
+
+
+
+def _no_dims(dim) -> None:
+    """A 0-d tensor has no size or stride to read at any dim (PyTorch's IndexError)."""
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}") from None
+    raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 class Tensor(_C.TensorBase):
     """An n-dimensional array with PyTorch's semantics."""
@@ -94,14 +109,18 @@ class Tensor(_C.TensorBase):
     def size(self, dim: int | None = None):
         if dim is None:
             return Size(self._shape)
-        return self._shape[wrap_dim(dim, len(self._shape))] if self._shape else 1
+        if not self._shape:
+            _no_dims(dim)
+        return self._shape[wrap_dim(dim, len(self._shape))]
 
     def stride(self, dim: int | None = None):
         if self._layout is not strided:
             raise RuntimeError(f"{_impl_name(self)} do not have strides")
         if dim is None:
             return self._stride
-        return self._stride[wrap_dim(dim, len(self._shape))] if self._stride else 1
+        if not self._shape:
+            _no_dims(dim)
+        return self._stride[wrap_dim(dim, len(self._shape))]
 
     def storage_offset(self) -> int:
         return self._offset
@@ -293,6 +312,8 @@ class Tensor(_C.TensorBase):
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
         _C._keep_version_counter(self)  # self keeps its counter (shared with its views), not other's
+        if other.dtype is not self.dtype:
+            DTYPE_CHANGES[0] += 1
         self._storage = other._storage
         self._shape = other._shape
         self._stride = other._stride
@@ -329,6 +350,8 @@ class Tensor(_C.TensorBase):
             size, stride, storage_offset = (0,), (1,), 0
         _C._keep_version_counter(self)  # self keeps its own counter over the new memory
         if isinstance(source, Tensor):
+            if source.dtype is not self.dtype:
+                DTYPE_CHANGES[0] += 1
             self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
             self._offset, self.dtype = source._offset, source.dtype
             self._bump_version()

@@ -73,11 +73,12 @@ def where_zero(cond: Tensor, g: Tensor) -> Tensor:
 
 
 def register_if_defined(op_name: str, backward, *, save_output: bool | tuple = False, clone_self=None,
-                        nondiff_outputs: tuple = ()) -> None:
+                        nondiff_outputs: tuple = (), meta_args: tuple = ()) -> None:
     """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
     from ember._src.dispatch import OPS
 
     from ._registry import derivative
 
     if op_name in OPS:
-        derivative(op_name, save_output=save_output, clone_self=clone_self, nondiff_outputs=nondiff_outputs)(backward)
+        derivative(op_name, save_output=save_output, clone_self=clone_self, nondiff_outputs=nondiff_outputs,
+                   meta_args=meta_args)(backward)

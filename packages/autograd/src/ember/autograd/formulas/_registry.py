@@ -56,6 +56,11 @@ class Formula:
     # data-less stand-ins, as PyTorch saves only sizes for views, sum, cat, ..., so writing into an
     # input afterwards (in place) does not invalidate this backward.
     meta_only: bool = False
+    # Positions of the tensor arguments of which the formula reads only the metadata (the rest it reads
+    # whole): saved as meta_only saves all of them, so that an in-place write into such an input
+    # afterwards does not invalidate this backward (embedding's weight, renormalised in place by a later
+    # max_norm lookup: PyTorch saves only its row count).
+    meta_args: tuple = ()
     # Indices of floating outputs that never get a history (PyTorch's non-differentiable outputs:
     # lstsq's rank and singular values): they are returned without grad_fn and get no tangent.
     nondiff_outputs: tuple = ()
@@ -69,7 +74,7 @@ NON_DIFFERENTIABLE: set[str] = set()
 
 def derivative(
     op_name: str, *, save_output: bool | tuple = False, clone_self: Callable | None = None, meta_only: bool = False,
-    nondiff_outputs: tuple = (),
+    nondiff_outputs: tuple = (), meta_args: tuple = (),
 ):
     """Registers the backward formula of ``op_name``."""
 
@@ -77,7 +82,7 @@ def derivative(
         if op_name in FORMULAS:
             raise ValueError(f"derivative for {op_name} registered twice")
         FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self, meta_only=meta_only,
-                                    nondiff_outputs=nondiff_outputs)
+                                    nondiff_outputs=nondiff_outputs, meta_args=meta_args)
         return fn
 
     return register

@@ -335,7 +335,7 @@ def _class_nll(grads, inputs, outputs):
 
 register_if_defined("_class_nll", _class_nll, save_output=(3,), nondiff_outputs=(3,))
 register_if_defined("binary_cross_entropy", _binary_cross_entropy)
-register_if_defined("embedding", _embedding)
+register_if_defined("embedding", _embedding, meta_args=(0,))  # the weight: only its shape is read
 register_if_defined("native_layer_norm", _layer_norm, save_output=(1, 2))
 register_if_defined("_fused_rms_norm", _rms_norm, save_output=(1, 2))
 register_if_defined("native_batch_norm", _batch_norm, save_output=(1, 2))

@@ -215,6 +215,8 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     first = sequences[0]
+    if first.ndim == 0:  # PyTorch fails slicing its trailing sizes (a RuntimeError); a later 0-d one, at size(0)
+        raise RuntimeError("pad_sequence: the first sequence is 0-d; each sequence needs a length dimension")
     longest = max(s.size(0) for s in sequences)
     padded = []
     for seq in sequences:

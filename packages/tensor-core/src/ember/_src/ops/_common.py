@@ -236,6 +236,20 @@ def _type_name(d) -> str:
 type_name = _type_name
 
 
+# The names c10's TypeMeta prints for a dtype (its C++ type, as the compiler spells it): PyTorch's
+# messages that format ``tensor.dtype()`` itself (conv's "Input type (float) and bias type (double)").
+_TYPE_META_NAMES = {
+    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+}
+
+
+def type_meta_name(d) -> str:
+    """c10's TypeMeta name of a dtype (float, double, long int, c10::Half, ...)."""
+    return _TYPE_META_NAMES.get(d.name, d.name)
+
+
 # c10's spelling of each type in "value cannot be converted to type ... without overflow".
 _C10_NAMES = {
     dtypes.uint8: "uint8_t",

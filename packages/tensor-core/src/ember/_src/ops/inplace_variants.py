@@ -24,7 +24,7 @@ from ..dispatch import OPS, define
 from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
-from ._common import fresh_result, label_as_op, type_name, write_out
+from ._common import fresh_result, label_as_op, type_meta_name, type_name, write_out
 from .indexing import gather_scatter as _gather_scatter
 from .indexing import subscripts as _subscripts
 from .linalg import products as _matrix_products
@@ -95,20 +95,11 @@ sgn_inplace_op = _declare_inplace(_complex_numbers.sgn_op)
 conj_physical_inplace_op = _declare_inplace(_complex_numbers.conj_physical_op)
 
 
-_C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
-            "int8": "signed char", "uint8": "unsigned char", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
-
-
-def _c_name(d) -> str:
-    """The C++ type name PyTorch's in-place scan check prints."""
-    return _C_NAMES.get(d.name, d.name)
-
-
 def _scan_(name, op):
     def method(self, dim, *, dtype=None):
         if dtype is not None and dtypes.to_dtype(dtype) is not self.dtype:
-            raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self.dtype)} and output tensor "
-                               f"dtype {_c_name(dtypes.to_dtype(dtype))} should match")
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {type_meta_name(self.dtype)} and output tensor "
+                               f"dtype {type_meta_name(dtypes.to_dtype(dtype))} should match")
         if self.dtype is dtypes.bool:
             raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
         return op(self, dim)

@@ -13,7 +13,7 @@ import ember
 from .. import dtypes as dt
 from ..dispatch import OPS
 from ..layouts import COMPRESSED, sparse_coo, strided
-from ..tensor import Tensor
+from ..tensor import DTYPE_CHANGES, Tensor
 from ._convert import _coalesce_coo, _values_at, add_at, coalesce, compressed_to_coo, convert, linear_index
 from ._core import make_compressed, make_coo, sparse_dim
 
@@ -225,8 +225,13 @@ def _sub(self, other):
     return _add(self, OPS["neg"](other) if isinstance(other, Tensor) else -other)
 
 
+def _scaled(other, alpha):
+    """``alpha * other`` for the sparse ``other`` of ``add(..., alpha=)``, or a dense one (``sparse + dense``)."""
+    return OPS["mul"](other, alpha) if isinstance(other, Tensor) and other._layout is strided else _mul(other, alpha)
+
+
 def _add_scaled(self, other, alpha):
-    return _add(self, _mul(other, alpha))
+    return _add(self, _scaled(other, alpha))
 
 
 def _add_(self, other):
@@ -241,13 +246,15 @@ def _add_(self, other):
 
 
 def _add_scaled_(self, other, alpha):
-    return _add_(self, _mul(other, alpha))
+    return _add_(self, _scaled(other, alpha))
 
 
 def _assign(self: Tensor, src: Tensor) -> None:
     """Points sparse ``self`` at ``src``'s members (in-place ops, copy_)."""
     if src._layout is not self._layout:
         src = convert(src, self._layout)
+    if src.dtype is not self.dtype:
+        DTYPE_CHANGES[0] += 1
     for name in ("_sp_indices", "_sp_values", "_coalesced", "_compressed", "_plain"):
         if name in src.__dict__:
             self.__dict__[name] = src.__dict__[name]

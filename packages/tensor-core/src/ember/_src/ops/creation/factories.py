@@ -128,7 +128,10 @@ def _in_format(t, memory_format, fn: str, like=None):
 def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
     device = _out_device(device, out)
-    shape = _size_args(_sizes_or_keyword(sizes, size))
+    shape = as_shape(_sizes_or_keyword(sizes, size))
+    if any(type(s) is int and s < 0 for s in shape):  # PyTorch's zeros words it so (empty/ones/full do not)
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
+    check_sizes(shape)
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 

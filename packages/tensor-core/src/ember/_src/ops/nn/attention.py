@@ -17,7 +17,7 @@ from ...grad_mode import is_grad_enabled
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor, new_empty_tensor
-from .._common import compute_dtype, convert, type_name
+from .._common import compute_dtype, convert, type_meta_name, type_name
 from ..creation.factories import full, ones
 from ..pointwise.elementwise import where
 from .embedding_dropout import dropout
@@ -181,8 +181,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                             f"not {type(t).__name__}")
     if not (query.dtype is key.dtype is value.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
-                           f"{type_name(query.dtype)} key.dtype: {type_name(key.dtype)} and value.dtype: "
-                           f"{type_name(value.dtype)} instead.")
+                           f"{type_meta_name(query.dtype)} key.dtype: {type_meta_name(key.dtype)} and value.dtype: "
+                           f"{type_meta_name(value.dtype)} instead.")
     if not query.is_floating_point():
         raise RuntimeError(f"Expected query, key and value to be floating point, got {type_name(query.dtype)}")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
@@ -210,7 +210,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             key = _repeat_heads(key, hq // hk) if hk != hq else key
             value = _repeat_heads(value, hq // hv) if hv != hq else value
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .attention_flash import flash_op, routes_to_flash
 
     flash = ENABLED_BACKENDS["flash"] and routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa)

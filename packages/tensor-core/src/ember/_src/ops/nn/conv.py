@@ -20,13 +20,8 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel as _numel
 from ...tensor import Tensor, make_view
-from .._common import HALF_TYPES, convert, empty, type_name
+from .._common import HALF_TYPES, convert, empty, type_meta_name, type_name
 from . import conv_integer as _integer
-
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char"}
-
 
 # -- shared helpers (also used by nn_pool and nn_resample) ------------------------------------
 
@@ -97,8 +92,8 @@ def _conv_check(input, weight, bias, stride, padding, dilation, transposed, outp
     if input.dtype is not weight.dtype:
         raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(weight.dtype)}")
     if bias is not None and bias.dtype is not input.dtype:
-        raise RuntimeError(f"Input type ({_C_NAMES.get(input.dtype.name, input.dtype.name)}) and bias type "
-                           f"({_C_NAMES.get(bias.dtype.name, bias.dtype.name)}) should be the same")
+        raise RuntimeError(f"Input type ({type_meta_name(input.dtype)}) and bias type "
+                           f"({type_meta_name(bias.dtype)}) should be the same")
     channels = input._shape[1]
     if not transposed:
         if channels != w[1] * groups:

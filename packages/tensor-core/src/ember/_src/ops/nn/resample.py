@@ -289,8 +289,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             return nn_pool.adaptive_avg_pool1d(input, sizes)
         if k == 2:
             return nn_pool.adaptive_avg_pool2d(input, sizes)
+        if k == 3:  # adaptive averaging is separable: (h, w) per depth slice, then depth
+            n, c, d, h, w = input._shape
+            od, oh, ow = (int(v) for v in sizes)
+            plane = nn_pool.adaptive_avg_pool2d(input.reshape(n, c * d, h, w), (oh, ow))
+            out = nn_pool.adaptive_avg_pool2d(plane.reshape(n, c, d, oh * ow), (od, oh * ow))
+            return out.reshape(n, c, od, oh, ow)
     need = _MODE_DIMS.get(mode)
-    if mode not in _KERNEL_MODE or not 1 <= k <= 3:
+    # PyTorch names the rank a linear mode needs; bicubic's wrong rank gets its generic message
+    if mode not in _KERNEL_MODE or not 1 <= k <= 3 or (mode == "bicubic" and need != k):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
                                   f"nearest-exact (got {mode})")

@@ -16,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, broadcast_shapes, numel, size_varargs, wrap_dim, wrap_dims
 from ...tensor import Tensor, new_empty_tensor
-from .._common import fresh_result, label_as_op, write_out
+from .._common import fresh_result, label_as_op, type_name, write_out
 from ..creation.factories import arange, zeros
 from ..indexing.sorting import bucketize
 from ..pointwise.elementwise import where
@@ -401,8 +401,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         raise RuntimeError(
             f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
         )
-    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {type_name(x.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
