@@ -99,9 +99,10 @@ def main():
     }
     dcp.load(sd, checkpoint_id=path)
     m = sd["app"]["model"]
-    print(f"[rank {rank}] resharded {[round((v.full_tensor() if hasattr(v, 'full_tensor') else v).sum().item(), 4) for v in m.values()]}")
+    whole = {k: (v.full_tensor() if hasattr(v, "full_tensor") else v) for k, v in m.items()}
+    print(f"[rank {rank}] resharded {[round(v.sum().item(), 4) for v in whole.values()]}")
     print(f"[rank {rank}] local shapes {[tuple(getattr(v, 'to_local', lambda v=v: v)().shape) for v in m.values()]}")
-    fresh.load_state_dict({k: (v.full_tensor() if hasattr(v, "full_tensor") else v) for k, v in m.items()})
+    fresh.load_state_dict(whole)
     print(f"[rank {rank}] plain model {sums(fresh)}")
 
     # a key the checkpoint lacks, a shape it does not have

@@ -20,7 +20,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 class Branchy(nn.Module):
     def __init__(self):
         super().__init__()
-        self.stem = nn.Linear(6, 8, bias=False)  # a bias before BatchNorm gets a zero gradient: Adam would scale float noise
+        # no bias before BatchNorm: its gradient is zero, and Adam would scale the float noise
+        self.stem = nn.Linear(6, 8, bias=False)
         self.bn = nn.BatchNorm1d(8)
         self.a = nn.Linear(8, 3)
         self.b = nn.Linear(8, 3)
@@ -57,7 +58,7 @@ def main():
 
     # gradient accumulation (no_sync every other batch) inside Join, uneven again
     torch.manual_seed(2)
-    acc_model = DDP(Branchy())
+    acc_model = DDP(Branchy(), find_unused_parameters=True)
     acc_opt = torch.optim.SGD(acc_model.parameters(), lr=0.1)
     torch.manual_seed(20 + rank)
     with Join([acc_model]):
@@ -65,9 +66,9 @@ def main():
             x = torch.randn(4, 6)
             if i % 2 == 0:
                 with acc_model.no_sync():
-                    acc_model(x).sum().backward()
+                    acc_model(x, use_b=i % 4 == 0).sum().backward()
             else:
-                acc_model(x).sum().backward()
+                acc_model(x, use_b=i % 3 == 0).sum().backward()
                 acc_opt.step()
                 acc_opt.zero_grad()
     print(f"[rank {rank}] accumulated {[round(p.sum().item(), 4) for p in acc_model.parameters()]}")

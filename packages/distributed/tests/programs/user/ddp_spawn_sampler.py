@@ -76,7 +76,7 @@ def demo(rank, world_size, ckpt_dir):
     if rank == 0:
         torch.save({"model": ddp_model.state_dict(), "optim": optimizer.state_dict(), "epoch": 2}, path)
     dist.barrier()
-    ckpt = torch.load(path, map_location={"cuda:0": f"cpu"}, weights_only=True)
+    ckpt = torch.load(path, map_location={"cuda:0": "cpu"}, weights_only=True)
     fresh = DDP(ToyModel())
     fresh.load_state_dict(ckpt["model"])
     opt2 = optim.SGD(fresh.parameters(), lr=0.05, momentum=0.9)
@@ -90,6 +90,24 @@ def demo(rank, world_size, ckpt_dir):
     opt2.step()
     w = fresh.module.net1.weight
     log(f"[rank {rank}] after resume w-sum {w.sum().item():.5f} grad-norm {w.grad.norm().item():.5f}")
+    # BatchNorm buffers under no_sync accumulation: DDP broadcasts rank 0's buffers before a
+    # forward only when the previous forward synced
+    torch.manual_seed(3)
+    bn_model = DDP(nn.Sequential(nn.Linear(10, 4), nn.BatchNorm1d(4)))
+    torch.manual_seed(30 + rank)
+    for step in range(4):
+        x = torch.randn(6, 10) + rank
+        if step % 2 == 0:
+            with bn_model.no_sync():
+                bn_model(x).sum().backward()
+        else:
+            bn_model(x).sum().backward()
+        stats = bn_model.module[1].running_mean
+        log(f"[rank {rank}] bn step {step} running_mean {[round(v, 4) for v in stats.tolist()]}")
+    with torch.no_grad():
+        bn_model(torch.randn(2, 10))
+    bn_model(torch.randn(6, 10)).sum().backward()
+    log(f"[rank {rank}] bn after a no_grad forward {[round(v, 4) for v in bn_model.module[1].running_var.tolist()]}")
     dist.barrier()
     if rank == 0:
         os.remove(path)

@@ -56,7 +56,8 @@ def main():
     print(f"[rank {rank}] repr placement {rows.placements[0]!r} {Shard(1)} {Replicate()} {Partial()}")
     moved = rows.redistribute(mesh, [Shard(1)])
     print(f"[rank {rank}] row->col equal {torch.equal(moved.to_local(), cols.to_local())}")
-    print(f"[rank {rank}] full equal {torch.equal(cols.full_tensor(), big)} rep local equal {torch.equal(rep.to_local(), big)}")
+    print(f"[rank {rank}] full equal {torch.equal(cols.full_tensor(), big)} "
+          f"rep local equal {torch.equal(rep.to_local(), big)}")
 
     partial = DTensor.from_local(torch.ones(2, 2) * (rank + 1), mesh, [Partial()])
     print(f"[rank {rank}] partial full {r(partial.full_tensor())}")
@@ -69,7 +70,8 @@ def main():
     print(f"[rank {rank}] sum dim0 placements {y.placements} value {r(y.full_tensor())}")
     mm = rows @ rep.T
     print(f"[rank {rank}] matmul placements {mm.placements} shape {tuple(mm.shape)} {r(mm.full_tensor()[:2])}")
-    print(f"[rank {rank}] uneven shard {tuple(distribute_tensor(torch.arange(5.0), mesh, [Shard(0)]).to_local().shape)}")
+    uneven = distribute_tensor(torch.arange(5.0), mesh, [Shard(0)])
+    print(f"[rank {rank}] uneven shard {tuple(uneven.to_local().shape)}")
     print(f"[rank {rank}] mesh mismatch add {outcome(lambda: rows + torch.ones(6, 4))}")
 
     # distribute_module: shard every Linear's weight on dim 0
@@ -79,7 +81,8 @@ def main():
 
     torch.manual_seed(3)
     dm = distribute_module(MLP(), mesh, shard_params)
-    print(f"[rank {rank}] distribute_module {[(n, p.placements[0].__class__.__name__) for n, p in dm.named_parameters()]}")
+    kinds = [(n, p.placements[0].__class__.__name__) for n, p in dm.named_parameters()]
+    print(f"[rank {rank}] distribute_module {kinds}")
 
     # tensor parallel MLP against a plain one
     torch.manual_seed(1)
@@ -101,7 +104,9 @@ def main():
         opt_tp.step()
         opt_ref.zero_grad()
         opt_tp.zero_grad()
-        print(f"[rank {rank}] step {step} ref {a.item():.5f} tp {b.item():.5f} plain tensor out {isinstance(tp(x), torch.Tensor) and not isinstance(tp(x), DTensor)}")
+        out = tp(x)
+        plain = isinstance(out, torch.Tensor) and not isinstance(out, DTensor)
+        print(f"[rank {rank}] step {step} ref {a.item():.5f} tp {b.item():.5f} plain tensor out {plain}")
     diff = max((p.full_tensor() - q).abs().max().item() for p, q in zip(tp.parameters(), ref.parameters()))
     print(f"[rank {rank}] max param diff below 1e-5: {diff < 1e-5}")
     dist.destroy_process_group()

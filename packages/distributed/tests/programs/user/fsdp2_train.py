@@ -63,7 +63,7 @@ def r(x):
 
 def main():
     dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     model = build()
     w = model.blocks[0].fc1.weight
     print(f"[rank {rank}] type {type(w).__name__} placements {w.placements} shape {tuple(w.shape)} "
@@ -79,12 +79,15 @@ def main():
         print(f"[rank {rank}] step {step} loss {loss.item():.5f}")
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     print(f"[rank {rank}] full keys {list(full)}")
-    print(f"[rank {rank}] full values {[r(v.sum()) for v in full.values()]} types {sorted({type(v).__name__ for v in full.values()})}")
+    print(f"[rank {rank}] full values {[r(v.sum()) for v in full.values()]} "
+          f"types {sorted({type(v).__name__ for v in full.values()})}")
     sharded = get_model_state_dict(model)
     print(f"[rank {rank}] sharded types {sorted({type(v).__name__ for v in sharded.values()})}")
     osd = get_optimizer_state_dict(model, opt, options=StateDictOptions(full_state_dict=True))
-    print(f"[rank {rank}] optim state keys {sorted(osd['state'])[:3]} param_groups {osd['param_groups'][0]['params'][:3]}")
-    print(f"[rank {rank}] exp_avg {r(osd['state']['head.weight']['exp_avg'].sum())} step {float(osd['state']['head.weight']['step'])}")
+    print(f"[rank {rank}] optim state keys {sorted(osd['state'])[:3]} "
+          f"param_groups {osd['param_groups'][0]['params'][:3]}")
+    head = osd["state"]["head.weight"]
+    print(f"[rank {rank}] exp_avg {r(head['exp_avg'].sum())} step {float(head['step'])}")
 
     # a fresh model takes the full state dict (broadcast from rank 0) and trains on identically
     fresh = build()

@@ -30,9 +30,9 @@ def attempt(label, message=True, **kwargs):
 for name in ("glooo", "", "gloo:cpu", "Gloo", "GLOO", "cpu:gloo"):
     attempt(repr(name), backend=name)
 attempt("no backend", backend=None)
-attempt("world_size 0 (tcp)", message=False, backend="gloo", init_method=f"tcp://127.0.0.1:{int(sys.argv[1]) + 1}", rank=0,
-        world_size=0)
-attempt("rank -1 (tcp)", backend="gloo", init_method=f"tcp://127.0.0.1:{int(sys.argv[1]) + 1}", rank=-1, world_size=1)
+other = f"tcp://127.0.0.1:{int(sys.argv[1]) + 1}"
+attempt("world_size 0 (tcp)", message=False, backend="gloo", init_method=other, rank=0, world_size=0)
+attempt("rank -1 (tcp)", backend="gloo", init_method=other, rank=-1, world_size=1)
 attempt("unknown scheme", backend="gloo", init_method="foo://bar")
 attempt("store and init_method", backend="gloo", init_method="env://", store=dist.HashStore(), rank=0, world_size=1)
 attempt("timeout not a timedelta", backend="gloo", timeout=30)

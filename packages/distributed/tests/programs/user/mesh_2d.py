@@ -34,8 +34,8 @@ def main():
     print(f"[rank {rank}] mesh {mesh.shape} ndim {mesh.ndim} size {mesh.size()} coordinate {mesh.get_coordinate()}")
     print(f"[rank {rank}] dp {dp.shape} local {mesh.get_local_rank('dp')} tp local {mesh.get_local_rank('tp')} "
           f"sub mesh list {dp.mesh.tolist()} {tp.mesh.tolist()}")
-    print(f"[rank {rank}] group sizes {dist.get_world_size(mesh.get_group('dp'))} {dist.get_world_size(tp.get_group())} "
-          f"group ranks {dist.get_process_group_ranks(mesh.get_group('tp'))}")
+    print(f"[rank {rank}] group sizes {dist.get_world_size(mesh.get_group('dp'))} "
+          f"{dist.get_world_size(tp.get_group())} group ranks {dist.get_process_group_ranks(mesh.get_group('tp'))}")
     t = torch.tensor([float(rank)])
     dist.all_reduce(t, group=mesh.get_group("tp"))
     u = torch.tensor([float(rank)])
@@ -50,7 +50,8 @@ def main():
     print(f"[rank {rank}] dtensor local {tuple(d.to_local().shape)} placements {d.placements} "
           f"full ok {torch.equal(d.full_tensor(), big)}")
     d2 = d.redistribute(mesh, [Shard(0), Shard(1)])
-    print(f"[rank {rank}] redistributed local {tuple(d2.to_local().shape)} {[round(v, 4) for v in d2.to_local().reshape(-1).tolist()]}")
+    values = [round(v, 4) for v in d2.to_local().reshape(-1).tolist()]
+    print(f"[rank {rank}] redistributed local {tuple(d2.to_local().shape)} {values}")
     flat = mesh["dp", "tp"]
     print(f"[rank {rank}] both dims {flat.shape} {flat.mesh_dim_names}")
 
@@ -63,7 +64,8 @@ def main():
     print(f"[rank {rank}] bad dim name {outcome(lambda: mesh['pp'])}")
     print(f"[rank {rank}] bad shape {outcome(lambda: init_device_mesh('cpu', (3, 2)))}")
     print(f"[rank {rank}] get_group without dim {outcome(lambda: mesh.get_group())}")
-    print(f"[rank {rank}] duplicate names {outcome(lambda: init_device_mesh('cpu', (2, 2), mesh_dim_names=('a', 'a')))}")
+    duplicate = outcome(lambda: init_device_mesh("cpu", (2, 2), mesh_dim_names=("a", "a")))
+    print(f"[rank {rank}] duplicate names {duplicate}")
     dist.destroy_process_group()
 
 

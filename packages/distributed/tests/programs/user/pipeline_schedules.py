@@ -66,8 +66,9 @@ def main():
                 print(f"[rank {rank}] {name} step {step} out {tuple(out.shape)} losses "
                       f"{[round(v.item(), 5) for v in losses]}")
             opt.step()
-        names = sorted(n for n, _ in part.named_parameters())
-        print(f"[rank {rank}] {name} params {names[:2]} sums {[round(p.sum().item(), 4) for _, p in sorted(part.named_parameters())]}")
+        named = sorted(part.named_parameters())
+        print(f"[rank {rank}] {name} params {[n for n, _ in named][:2]} "
+              f"sums {[round(p.sum().item(), 4) for _, p in named]}")
 
     dist.destroy_process_group()
 

@@ -1,0 +1,53 @@
+"""Ordinary distributed PyTorch programs (``programs/user/``), run as their readers launch them
+(``mp.spawn`` in one process, or torchrun's environment in several) on PyTorch's gloo and on ember
+(``import torch`` mapped to ember): every rank's printed lines - losses, tensors, placements,
+exception types - must be the same. ``python3 user_programs.py PROGRAM [NPROCS]`` shows the
+differences of one program by hand."""
+
+from __future__ import annotations
+
+import pytest
+from user_programs import compare, run_program
+
+PROGRAMS = [
+    ("ddp_spawn_sampler.py", 1),  # mp.spawn, DistributedSampler.set_epoch, no_sync, checkpoint, BN buffers
+    ("ddp_join_unused.py", 2),  # Join with uneven inputs, find_unused_parameters, no_sync inside Join
+    ("collectives_tour.py", 2),  # object collectives, subgroups, batch_isend_irecv, splits, AVG/PREMUL_SUM
+    ("collectives_tour.py", 3),
+    ("fsdp2_train.py", 2),  # fully_shard, MixedPrecisionPolicy, checkpoint.state_dict get/set
+    ("dtensor_tp.py", 2),  # distribute_tensor, Partial, redistribute, distribute_module, Colwise/Rowwise
+    ("mesh_2d.py", 4),  # a 2-d DeviceMesh, sub-meshes, DDP over one dim
+    ("pipeline_schedules.py", 2),  # PipelineStage with ScheduleGPipe and Schedule1F1B
+    ("dcp_reshard.py", 2),  # DCP save from FSDP2, load into TP / other placements, load errors
+    ("hostile_lifecycle.py", 2),  # init twice, destroy then use, bad arguments to collectives
+    ("hostile_backends.py", 1),  # bad backend names and world arguments
+]
+
+
+@pytest.mark.parametrize("program,nprocs", PROGRAMS, ids=[f"{p[:-3]}-{n}" for p, n in PROGRAMS])
+def test_program_prints_what_pytorch_prints(program, nprocs):
+    differences = compare(program, nprocs, limit=120)
+    assert not differences, "\n".join(differences)
+
+
+def test_init_waiting_for_a_rank_that_never_comes_times_out_as_pytorch():
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 1, limit=60, args=("missing_rank",))
+    theirs, _, _ = run_program("hostile_timeouts.py", "torch", 1, limit=60, args=("missing_rank",))
+    assert codes == [0], log
+    assert ours == theirs == {0: ["init: DistStoreError (RuntimeError), within the timeout's margin: True",
+                                  "initialized False"]}
+
+
+def test_a_skipped_collective_times_out_with_a_runtime_error():
+    # gloo raises a plain RuntimeError; ember its subclass DistBackendError (docs/deviations.md)
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("skipped_collective",))
+    assert codes == [0, 0], log
+    assert ours == {0: ["all_reduce: DistBackendError (RuntimeError), within the timeout's margin: True"],
+                    1: ["slept past the timeout"]}
+
+
+def test_ranks_disagreeing_on_the_world_size_both_fail_at_init():
+    # PyTorch 2.13 lets rank 0 through and fails rank 1 with DistNetworkError (docs/deviations.md)
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("wrong_world_size",))
+    assert codes == [0, 0], log
+    assert ours == {r: ["init: DistStoreError (RuntimeError), within the timeout's margin: True"] for r in (0, 1)}
