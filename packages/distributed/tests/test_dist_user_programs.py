@@ -21,6 +21,7 @@ PROGRAMS = [
     ("dcp_reshard.py", 2),  # DCP save from FSDP2, load into TP / other placements, load errors
     ("hostile_lifecycle.py", 2),  # init twice, destroy then use, bad arguments to collectives
     ("hostile_backends.py", 1),  # bad backend names and world arguments
+    ("ddp_extras.py", 2),  # elastic record, ZeRO, DistributedSampler options, comm hooks, nn.functional
 ]
 
 
@@ -36,6 +37,14 @@ def test_init_waiting_for_a_rank_that_never_comes_times_out_as_pytorch():
     assert codes == [0], log
     assert ours == theirs == {0: ["init: DistStoreError (RuntimeError), within the timeout's margin: True",
                                   "initialized False"]}
+
+
+def test_monitored_barrier_with_a_late_rank_raises_as_pytorch():
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("monitored_barrier",))
+    theirs, _, _ = run_program("hostile_timeouts.py", "torch", 2, limit=60, args=("monitored_barrier",))
+    assert codes == [0, 0], log
+    assert ours == theirs == {0: ["monitored_barrier: RuntimeError (RuntimeError), within the timeout's margin: True"],
+                              1: ["slept past the timeout"]}
 
 
 def test_a_skipped_collective_times_out_with_a_runtime_error():

@@ -1,6 +1,7 @@
 """Timeouts a user meets (torchrun-style env, timeout=timedelta(seconds=3)); argv[2] the case:
 ``missing_rank``: started alone with WORLD_SIZE=2, init waits for a rank that never comes;
 ``skipped_collective``: at 2 ranks, rank 1 never calls an all_reduce rank 0 waits in;
+``monitored_barrier``: at 2 ranks, rank 1 is late for rank 0's monitored_barrier;
 ``wrong_world_size``: at 2 ranks, rank 1 believes the world has 3.
 Each rank prints the exception type it got and whether it came within the timeout's margin."""
 
@@ -44,6 +45,13 @@ elif case == "skipped_collective":
     dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
     if rank == 0:
         timed("all_reduce", lambda: dist.all_reduce(torch.ones(4)))
+    else:
+        time.sleep(TIMEOUT + 3)
+        print(f"[rank {rank}] slept past the timeout")
+elif case == "monitored_barrier":
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT * 4))
+    if rank == 0:
+        timed("monitored_barrier", lambda: dist.monitored_barrier(timeout=timedelta(seconds=TIMEOUT)))
     else:
         time.sleep(TIMEOUT + 3)
         print(f"[rank {rank}] slept past the timeout")
