@@ -22,6 +22,8 @@ PROGRAMS = [
     ("hostile_lifecycle.py", 2),  # init twice, destroy then use, bad arguments to collectives
     ("hostile_backends.py", 1),  # bad backend names and world arguments
     ("ddp_extras.py", 2),  # elastic record, ZeRO, DistributedSampler options, comm hooks, nn.functional
+    ("fsdp2_extras.py", 2),  # clip_grad_norm_ of DTensor grads, accumulation, LR scheduler, rank-0 save
+    ("tp_block.py", 2),  # the TP tutorial's plan: SequenceParallel, PrepareModuleInput, loss_parallel
 ]
 
 
