@@ -6,8 +6,13 @@ differences of one program by hand."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
-from user_programs import compare, run_program
+from dist_harness import base_env, free_port
+from user_programs import _RANK_LINE, USER_PROGRAMS, compare, run_program
 
 PROGRAMS = [
     ("ddp_spawn_sampler.py", 1),  # mp.spawn, DistributedSampler.set_epoch, no_sync, checkpoint, BN buffers
@@ -62,3 +67,24 @@ def test_ranks_disagreeing_on_the_world_size_both_fail_at_init():
     ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("wrong_world_size",))
     assert codes == [0, 0], log
     assert ours == {r: ["init: DistStoreError (RuntimeError), within the timeout's margin: True"] for r in (0, 1)}
+
+
+def test_pytorchs_own_torchrun_launches_an_ember_program(tmp_path):
+    # torchrun's agent serves a PyTorch TCPStore at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True);
+    # ember's rank 0 hosts its own store beside it, at MASTER_PORT + 1, instead of failing to bind
+    pytest.importorskip("torch.distributed.run")
+    env = base_env("ember", os.environ.get("TMPDIR", "/tmp"))
+    env.update(PYTHONWARNINGS="ignore", PYTHONUNBUFFERED="1")
+    logs = tmp_path / "logs"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+               str(free_port()), "--log-dir", str(logs), "--redirects", "3", str(USER_PROGRAMS / "collectives_tour.py")]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ours: dict = {}
+    for path in sorted(logs.rglob("stdout.log")):  # one per local rank: no interleaving
+        for line in path.read_text().splitlines():
+            m = _RANK_LINE.match(line)
+            if m:
+                ours.setdefault(int(m.group(1)), []).append(m.group(2))
+    theirs, _, _ = run_program("collectives_tour.py", "torch", 2, limit=120)
+    assert ours == {r: theirs[r] for r in (0, 1)}
