@@ -30,6 +30,7 @@ PROGRAMS = [
     ("fsdp2_extras.py", 2),  # clip_grad_norm_ of DTensor grads, accumulation, LR scheduler, rank-0 save
     ("tp_block.py", 2),  # the TP tutorial's plan: SequenceParallel, PrepareModuleInput, loss_parallel
     ("spawn_errors.py", 1),  # mp.spawn: a rank raising or exiting, join=False, argument checks
+    ("join_tutorial.py", 1),  # the Join tutorial: DDP + ZeroRedundancyOptimizer, a custom Joinable
 ]
 
 

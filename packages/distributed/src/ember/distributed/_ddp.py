@@ -146,7 +146,8 @@ class DistributedDataParallel(nn.Module):
             self.require_backward_grad_sync = previous
 
     @contextlib.contextmanager
-    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False,
+             _other_hooks=()):
         """Training with uneven inputs: a rank that runs out of batches keeps matching the others'
         collectives with zero gradients until every rank is done.
 
@@ -171,11 +172,13 @@ class DistributedDataParallel(nn.Module):
                 if int(flag[0].item()) > 0:
                     raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
                 return
-            self._shadow_until_all_joined()
+            self._shadow_until_all_joined(_other_hooks)
         finally:
             self._joining = False
 
-    def _shadow_until_all_joined(self) -> None:
+    def _shadow_until_all_joined(self, other_hooks=()) -> None:
+        """``other_hooks``: the join hooks of the other joinables of a ``Join`` (a
+        ZeroRedundancyOptimizer's step, ...), run after this model's part of every iteration."""
         shadowed = False
         while True:
             # [ranks still training, of them the ones whose backward syncs] (forward's announcement)
@@ -184,28 +187,36 @@ class DistributedDataParallel(nn.Module):
             training, syncing = (int(v) for v in flag.tolist())
             if training == 0:
                 self._sync_final_model(is_last_joiner=not shadowed)
+                for hook in other_hooks:
+                    hook.post_hook(not shadowed)
                 return
             shadowed = True
-            buffers = list(self.module.buffers())
-            if self.broadcast_buffers and self.require_forward_param_sync and buffers:
-                self._broadcast_from(buffers, self._common_rank(False))
-            # PyTorch's joined rank: no buffer broadcast in the iteration after one that did not sync
-            self.require_forward_param_sync = syncing > 0
-            if not syncing:
-                continue
-            works = []
-            for indices in self._buckets:
-                size = sum(self._params[i].numel() for i in indices)
-                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
-                works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
-            if self._detects_unused:
-                reducer = self._reducer
-                last = reducer.globally_used or [0] * len(self._params)
-                used = ember.tensor(last, dtype=ember.int32, device=self._device)
-                C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
-                reducer.globally_used = used.tolist()
-            for work in works:
-                work.wait()
+            self._shadow_iteration(syncing)
+            for hook in other_hooks:
+                hook.main_hook()
+
+    def _shadow_iteration(self, syncing: int) -> None:
+        """One iteration of the others' training, matched: buffers, buckets, the used mask."""
+        buffers = list(self.module.buffers())
+        if self.broadcast_buffers and self.require_forward_param_sync and buffers:
+            self._broadcast_from(buffers, self._common_rank(False))
+        # PyTorch's joined rank: no buffer broadcast in the iteration after one that did not sync
+        self.require_forward_param_sync = syncing > 0
+        if not syncing:
+            return
+        works = []
+        for indices in self._buckets:
+            size = sum(self._params[i].numel() for i in indices)
+            zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
+            works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
+        if self._detects_unused:
+            reducer = self._reducer
+            last = reducer.globally_used or [0] * len(self._params)
+            used = ember.tensor(last, dtype=ember.int32, device=self._device)
+            C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
+            reducer.globally_used = used.tolist()
+        for work in works:
+            work.wait()
 
     def _common_rank(self, candidate: bool) -> int:
         """The highest group rank among the candidates (PyTorch's ``_find_common_rank``), as a global rank."""
