@@ -31,6 +31,7 @@ PROGRAMS = [
     ("tp_block.py", 2),  # the TP tutorial's plan: SequenceParallel, PrepareModuleInput, loss_parallel
     ("spawn_errors.py", 1),  # mp.spawn: a rank raising or exiting, join=False, argument checks
     ("join_tutorial.py", 1),  # the Join tutorial: DDP + ZeroRedundancyOptimizer, a custom Joinable
+    ("collectives_more.py", 3),  # p2p with tags, reduce_scatter lists, uneven all_gather, dtypes, a ring
 ]
 
 
