@@ -73,6 +73,11 @@ class Join:
         self._enable = enable
         self._throw = throw_on_early_termination
         ddps = [j for j in self._joinables if _is_ddp(j)]
+        if len(ddps) > 1:
+            # PyTorch's joined rank shadows them in list order while the others reduce in backward
+            # order, and fails (measured with torch 2.13: "Connection reset by peer")
+            raise RuntimeError("Join shadows one DistributedDataParallel model: pass one (several DDP "
+                               "models under one Join mismatch their collectives, in PyTorch too)")
         self._ddp = ddps[0] if ddps else None
         self._hooks = [j.join_hook(**kwargs) for j in self._joinables if j is not self._ddp]
         for i, joinable in enumerate(self._joinables):
