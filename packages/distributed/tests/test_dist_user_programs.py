@@ -90,4 +90,6 @@ def test_pytorchs_own_torchrun_launches_an_ember_program(tmp_path):
             if m:
                 ours.setdefault(int(m.group(1)), []).append(m.group(2))
     theirs, _, _ = run_program("collectives_tour.py", "torch", 2, limit=120)
-    assert ours == {r: theirs[r] for r in (0, 1)}
+    differing = [(r, i, a, b) for r in (0, 1) for i, (a, b) in enumerate(zip(ours.get(r, []), theirs[r])) if a != b]
+    assert not differing and [len(ours.get(r, [])) for r in (0, 1)] == [len(theirs[r]) for r in (0, 1)], \
+        f"{differing[:5]}\n{done.stdout[-2000:]}"
