@@ -37,3 +37,9 @@ attempt("unknown scheme", backend="gloo", init_method="foo://bar")
 attempt("store and init_method", backend="gloo", init_method="env://", store=dist.HashStore(), rank=0, world_size=1)
 attempt("timeout not a timedelta", backend="gloo", timeout=30)
 print("initialized at the end:", dist.is_initialized())
+for backend in (None, "cpu:gloo"):
+    dist.init_process_group(backend)
+    inherited, named = dist.new_group([0]), dist.new_group([0], backend="gloo")
+    print(f"groups of {backend!r}: {dist.get_backend()} {dist.get_backend(inherited)} {dist.get_backend(named)} "
+          f"{dist.group.WORLD.name()}")
+    dist.destroy_process_group()
