@@ -95,8 +95,15 @@ def test_bad_checkpoints_raise_without_running_anything(tmp_path):
     target = {"w": ember.zeros(4), "n": 0}
     dcp.load(target, checkpoint_id=tmp_path, no_dist=True)
     assert target["w"].tolist() == [0.0, 1.0, 2.0, 3.0] and target["n"] == 3
-    with pytest.raises(RuntimeError, match="shape"):
+    with pytest.raises(dcp.CheckpointException) as caught:  # PyTorch's planner error, in its plan step's exception
         dcp.load({"w": ember.zeros(5)}, checkpoint_id=tmp_path, no_dist=True)
+    assert repr(caught.value.failures[0]) == "ValueError('Size mismatch between saved ember.Size([4]) and current: " \
+        "ember.Size([5]) for w')"
+    with pytest.raises(dcp.CheckpointException, match="expected BytesStorageMetadata"):
+        dcp.load({"w": 1}, checkpoint_id=tmp_path, no_dist=True)
+    target = {"n": ember.zeros(2)}  # a saved value replaces a tensor, as in PyTorch
+    dcp.load(target, checkpoint_id=tmp_path, no_dist=True)
+    assert target == {"n": 3}
     with pytest.raises(TypeError, match="JSON"):
         dcp.save({"f": object()}, checkpoint_id=tmp_path / "x", no_dist=True)
     meta = json.loads((tmp_path / ".metadata").read_text())

@@ -93,8 +93,13 @@ def _make_nccl_premul_sum(factor) -> ReduceOp:
 
 
 def as_red_op(op) -> RedOpType:
-    if type(op) is RedOpType or type(op) is PremulSum:
+    if type(op) is RedOpType and op is not RedOpType.PREMUL_SUM or type(op) is PremulSum:
         return op
+    if op is RedOpType.PREMUL_SUM:
+        # PyTorch's bare member converts to no ReduceOp (its pybind setter raises TypeError); the
+        # factor comes through _make_nccl_premul_sum
+        raise TypeError("(): incompatible function arguments: ReduceOp.PREMUL_SUM needs its factor, "
+                        "use torch.distributed._make_nccl_premul_sum(factor)")
     if isinstance(op, ReduceOp):
         factor = getattr(op, "_factor", None)
         return PremulSum(factor) if factor is not None else op.op

@@ -349,8 +349,11 @@ def _peer(pg, peer, group_peer, name):
     rank = _group_rank(pg, peer, group_peer, name)
     if rank == pg.rank():
         which = "destination" if name == "dst" else "source"
-        raise ValueError(f"Invalid {which} rank: {which} rank should not be the same as the rank of the "
-                         "current process.")
+        # PyTorch checks a send's destination (ValueError); a receive from itself reaches gloo, whose
+        # unconnected pair raises RuntimeError
+        error = ValueError if name == "dst" else RuntimeError
+        raise error(f"Invalid {which} rank: {which} rank should not be the same as the rank of the "
+                    "current process.")
     return rank
 
 

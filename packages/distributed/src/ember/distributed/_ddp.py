@@ -146,15 +146,17 @@ class DistributedDataParallel(nn.Module):
             self.require_backward_grad_sync = previous
 
     @contextlib.contextmanager
-    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False,
+             _other_hooks=()):
         """Training with uneven inputs: a rank that runs out of batches keeps matching the others'
         collectives with zero gradients until every rank is done.
 
-        Each forward inside announces "still training" with a small all-reduce; a rank leaving
-        the block answers those with 0 and shadows the iteration's collectives (buffer
-        broadcast, one zero all-reduce per bucket, the unused-parameter mask), so the averages
-        stay divided by the initial world size, as PyTorch's default. At the end every rank
-        takes the parameters of the rank that joined last.
+        Each forward inside announces "still training" and whether its backward syncs with a small
+        all-reduce; a rank leaving the block answers those with 0 and shadows the iteration's
+        collectives (buffer broadcast from the highest rank still training, one zero all-reduce per
+        bucket and the unused-parameter mask where the backward syncs), so the averages stay
+        divided by the initial world size, as PyTorch's default. At the end every rank takes the
+        parameters and buffers of the rank that joined last.
         """
         if not divide_by_initial_world_size:
             raise ValueError("join(divide_by_initial_world_size=False) is not supported by ember's DDP")
@@ -165,38 +167,63 @@ class DistributedDataParallel(nn.Module):
         try:
             yield
             if throw_on_early_termination:
-                flag = ember.zeros(1, dtype=ember.int32, device=self._device)
+                flag = ember.zeros(2, dtype=ember.int32, device=self._device)  # forward's announcement
                 C.all_reduce(flag, group=self.process_group)
-                if int(flag.item()) > 0:
+                if int(flag[0].item()) > 0:
                     raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
                 return
-            self._shadow_until_all_joined()
+            self._shadow_until_all_joined(_other_hooks)
         finally:
             self._joining = False
 
-    def _shadow_until_all_joined(self) -> None:
+    def _shadow_until_all_joined(self, other_hooks=()) -> None:
+        """``other_hooks``: the join hooks of the other joinables of a ``Join`` (a
+        ZeroRedundancyOptimizer's step, ...), run after this model's part of every iteration."""
         shadowed = False
         while True:
-            flag = ember.zeros(1, dtype=ember.int32, device=self._device)
+            # [ranks still training, of them the ones whose backward syncs] (forward's announcement)
+            flag = ember.zeros(2, dtype=ember.int32, device=self._device)
             C.all_reduce(flag, group=self.process_group)
-            if int(flag.item()) == 0:
+            training, syncing = (int(v) for v in flag.tolist())
+            if training == 0:
                 self._sync_final_model(is_last_joiner=not shadowed)
+                for hook in other_hooks:
+                    hook.post_hook(not shadowed)
                 return
             shadowed = True
-            if self.broadcast_buffers and self.require_forward_param_sync:
-                buffers = list(self.module.buffers())
-                if buffers:
-                    self._broadcast_coalesced(buffers)
-            works = []
-            for indices in self._buckets:
-                size = sum(self._params[i].numel() for i in indices)
-                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
-                works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
-            if self._detects_unused:
-                C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32, device=self._device), op=ReduceOp.MAX,
-                             group=self.process_group)
-            for work in works:
-                work.wait()
+            self._shadow_iteration(syncing)
+            for hook in other_hooks:
+                hook.main_hook()
+
+    def _shadow_iteration(self, syncing: int) -> None:
+        """One iteration of the others' training, matched: buffers, buckets, the used mask."""
+        buffers = list(self.module.buffers())
+        if self.broadcast_buffers and self.require_forward_param_sync and buffers:
+            self._broadcast_from(buffers, self._common_rank(False))
+        # PyTorch's joined rank: no buffer broadcast in the iteration after one that did not sync
+        self.require_forward_param_sync = syncing > 0
+        if not syncing:
+            return
+        works = []
+        for indices in self._buckets:
+            size = sum(self._params[i].numel() for i in indices)
+            zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
+            works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
+        if self._detects_unused:
+            reducer = self._reducer
+            last = reducer.globally_used or [0] * len(self._params)
+            used = ember.tensor(last, dtype=ember.int32, device=self._device)
+            C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
+            reducer.globally_used = used.tolist()
+        for work in works:
+            work.wait()
+
+    def _common_rank(self, candidate: bool) -> int:
+        """The highest group rank among the candidates (PyTorch's ``_find_common_rank``), as a global rank."""
+        me = self._group.rank()
+        chosen = ember.tensor([me if candidate else -1], dtype=ember.int64, device=self._device)
+        C.all_reduce(chosen, op=ReduceOp.MAX, group=self.process_group)
+        return self._group._ranks[int(chosen.item())]
 
     def _sync_final_model(self, is_last_joiner: bool) -> None:
         """Every rank ends with the model of the rank that trained longest, as PyTorch's join."""
@@ -222,15 +249,24 @@ class DistributedDataParallel(nn.Module):
                 )
         self._reducer.reset()
         self._hooks_fired = 0
+        syncs = ember.is_grad_enabled() and self.require_backward_grad_sync
         if self._joining:
-            # Tell ranks that already ran out of inputs (inside join()) that this one still trains.
-            C.all_reduce(ember.ones(1, dtype=ember.int32, device=self._device), group=self.process_group)
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            buffers = list(self.module.buffers())
-            if buffers:
+            # Tell ranks that already ran out of inputs (inside join()) that this one still trains,
+            # and whether its backward syncs (they shadow the bucket all-reduces only then).
+            flag = ember.tensor([1, int(syncs)], dtype=ember.int32, device=self._device)
+            C.all_reduce(flag, group=self.process_group)
+        buffers = list(self.module.buffers()) if self.broadcast_buffers and self.require_forward_param_sync else ()
+        if buffers:
+            # Under join() the buffers come from the highest rank still training (rank 0 may have
+            # joined with stale ones), as PyTorch's; otherwise from rank 0.
+            if self._joining:
+                self._broadcast_from(buffers, self._common_rank(True))
+            else:
                 self._broadcast_coalesced(buffers)
         output = self.module(*inputs, **kwargs)
-        self._expect_reduction = ember.is_grad_enabled() and self.require_backward_grad_sync
+        # PyTorch broadcasts the buffers before a forward only when the previous one synced
+        self.require_forward_param_sync = syncs
+        self._expect_reduction = syncs
         if self._expect_reduction and self._detects_unused:
             used = _reachable_parameters(output)
             for i, p in enumerate(self._params):

@@ -68,7 +68,7 @@ class ProcessGroup:
         return self._engine.size
 
     def name(self) -> str:
-        return self._backend
+        return backend_label(self._devices)  # the backend that runs it ("gloo"), as PyTorch's
 
     @property
     def pg_name(self) -> str:
@@ -275,6 +275,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     engine = MPIEngine(comm, ranks, _world, seconds)
     devices = device_backends(backend) if backend is not None else pg._devices
     sub = ProcessGroup(engine, ranks, devices, group_desc or str(tag), PrefixStore(f"group/{tag}", _world.store))
+    if backend is None:
+        sub._backend = pg._backend  # get_backend() of a group that inherited the default's, as PyTorch's
     _world.groups.append(sub)
     del MPI
     return sub

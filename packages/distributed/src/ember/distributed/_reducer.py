@@ -137,6 +137,10 @@ class Reducer:
                 start += p.numel()
         self.comm_hook = None
         self.comm_state = None
+        # The last all-reduced used-parameter mask: a rank shadowing the others under join()
+        # contributes it (and keeps the result), as PyTorch's joined rank all-reduces its device-side
+        # map, which holds the reduced map of its own last iterations, in place.
+        self.globally_used: list | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -217,6 +221,7 @@ class Reducer:
             used = ember.tensor([1 if u else 0 for u in self.locally_used], dtype=ember.int32, device=device)
             C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
             globally_used = used.tolist()
+            self.globally_used = globally_used
         views, as_view = self.views, self.gradient_as_bucket_view
         with ember.no_grad():
             for bucket in self.buckets:

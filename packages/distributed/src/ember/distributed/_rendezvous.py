@@ -53,6 +53,8 @@ def rendezvous(init_method: str, rank: int, world_size: int, timeout: timedelta)
             if var not in os.environ:
                 raise _env_error(var)
         host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            port = _beside_agent_store(port)
         return _tcp(host, port, rank, world_size, timeout), rank, world_size
     if url.scheme == "tcp":
         rank = _from_query(query, "rank", rank)
@@ -78,6 +80,17 @@ def rendezvous(init_method: str, rank: int, world_size: int, timeout: timedelta)
             raise _error("file", "path missing")
         return FileStore(path, world_size, timeout), rank, world_size
     raise RuntimeError(f"No rendezvous handler for {url.scheme}://")
+
+
+def _beside_agent_store(port: int) -> int:
+    """The port of ember's store under PyTorch's ``torchrun``, whose agent already serves a
+    PyTorch TCPStore at MASTER_PORT (``TORCHELASTIC_USE_AGENT_STORE=True``): ember's store speaks
+    its own wire format, so rank 0 hosts it at ``EMBER_STORE_PORT``, by default MASTER_PORT + 1
+    (docs/deviations.md). ``ember-run`` sets the variable to False and needs no second port."""
+    chosen = int(os.environ.get("EMBER_STORE_PORT", port + 1))
+    if not 0 < chosen < 2**16:
+        raise ValueError(f"port must have value from 0 to 65535 but was {chosen}.")
+    return chosen
 
 
 def _tcp(host: str, port: int, rank: int, world_size: int, timeout: timedelta) -> TCPStore:

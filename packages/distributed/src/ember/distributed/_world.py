@@ -81,14 +81,14 @@ def init_process_group(
     if _world.default_pg is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None and init_method is not None:
-        raise ValueError("Cannot specify both init_method and store.")
+        raise AssertionError("Cannot specify both init_method and store.")  # PyTorch's assert
     if store is not None:
         if world_size <= 0:
             raise ValueError("world_size must be positive if using store")
         if rank < 0:
             raise ValueError("rank must be non-negative if using store")
     if timeout is not None and not isinstance(timeout, timedelta):
-        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     devices = device_backends(backend)
     read_debug_level()
     for kind, name in devices.items():  # an unknown or absent engine fails before any rendezvous
@@ -113,6 +113,12 @@ def init_process_group(
     set_spare_core(cores >= 2 * ranks)
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
     pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
+    # get_backend() answers as PyTorch's: a "device:backend" string as given, and "undefined" for
+    # no backend where only the CPU's is there (PyTorch's CPU build)
+    if backend is None and devices == {"cpu": "gloo"}:
+        pg._backend = "undefined"
+    elif backend is not None and ":" in str(backend):
+        pg._backend = str(backend).lower()
     _world.default_pg = pg
     _world.groups = [pg]
     _world.group_count = 1

@@ -188,7 +188,7 @@ class DeviceMesh:
 
     def get_coordinate(self):
         """This rank's coordinates in the mesh, or None when it is not part of it."""
-        return None if self._coordinate is None else list(self._coordinate)
+        return None if self._coordinate is None else tuple(self._coordinate)  # PyTorch 2.13: a tuple
 
     def __enter__(self) -> DeviceMesh:
         _mesh_resources.mesh_stack.append(self)

@@ -149,5 +149,12 @@ def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method
 
 
 def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
-    """``torch.multiprocessing.spawn``: ``start_processes`` with the ``spawn`` start method by default."""
-    return start_processes(fn, args, nprocs, join, daemon, start_method)
+    """``torch.multiprocessing.spawn``: ``start_processes`` with the ``spawn`` start method, always."""
+    if start_method != "spawn":
+        # PyTorch's spawn always spawns: another start method only warns
+        import warnings
+
+        warnings.warn(f"This method only supports start_method=spawn (got: {start_method}).\n"
+                      "To use a different start_method use:\n\t\t torch.multiprocessing.start_processes(...)",
+                      FutureWarning, stacklevel=2)
+    return start_processes(fn, args, nprocs, join, daemon, "spawn")

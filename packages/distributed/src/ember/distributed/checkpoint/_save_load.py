@@ -184,22 +184,28 @@ def _load_into(state_dict, metadata, reader, no_dist: bool, partial: bool = Fals
         entry = metadata.state_dict_metadata.get(key)
         if entry is None and partial:
             continue
+        rank = _world.get_rank() if _distributed(no_dist) else 0
+        fqn = ".".join(str(p) for p in path)
         if entry is None:
-            error = RuntimeError(f"Missing key in checkpoint state_dict: {'.'.join(str(p) for p in path)}.")
-            rank = _world.get_rank() if _distributed(no_dist) else 0
+            error = RuntimeError(f"Missing key in checkpoint state_dict: {fqn}.")
             raise CheckpointException("load", {rank: error})
-        if isinstance(leaf, ember.Tensor):
-            if not isinstance(entry, TensorEntry):
-                raise RuntimeError(f"checkpoint: {key} holds a value, not a tensor")
+        if isinstance(leaf, ember.Tensor) and isinstance(entry, TensorEntry):
             if list(leaf.shape) != list(entry.shape):
-                raise RuntimeError(f"checkpoint: {key} has shape {entry.shape}, the state_dict expects "
-                                   f"{list(leaf.shape)}")
+                # PyTorch's planner's error, raised as its plan step's CheckpointException
+                error = ValueError(f"Size mismatch between saved {ember.Size(entry.shape)} and current: "
+                                   f"{leaf.shape} for {fqn}")
+                raise CheckpointException("plan", {rank: error})
             with ember.no_grad():
                 if isinstance(leaf, DTensor):
                     bounds = local_bounds(leaf.shape, leaf.device_mesh, leaf.placements)
                     _fill(leaf._local, bounds, entry, reader)
                 else:
                     _fill(leaf.detach(), [(0, n) for n in leaf.shape], entry, reader)
+        elif isinstance(entry, TensorEntry):
+            error = ValueError(f"Invalid checkpoint metadata for {fqn}, expected BytesStorageMetadata but found "
+                               "<class 'torch.distributed.checkpoint.metadata.TensorStorageMetadata'>")
+            raise CheckpointException("plan", {rank: error})
         else:
+            # a saved value replaces whatever the state_dict holds there, a tensor too (as PyTorch's)
             value = entry.get("value") if isinstance(entry, dict) else None
             set_path(state_dict, path, tuple(value) if isinstance(leaf, tuple) else value)

@@ -69,6 +69,9 @@ class ZeroRedundancyOptimizer(Optimizer):
                     local[key] = value
 
     def step(self, closure=None):
+        from ..algorithms.join import Join
+
+        Join.notify_join_context(self)
         self._sync_options()
         loss = self.optim.step(closure) if closure is not None else self.optim.step()
         with ember.no_grad():
@@ -77,6 +80,30 @@ class ZeroRedundancyOptimizer(Optimizer):
                     C.broadcast(p.data if hasattr(p, "data") else p, src=self._ranks[self._owner[p]],
                                 group=self.process_group)
         return loss
+
+    # -- Joinable (``Join([ddp_model, zero_optimizer])``) ------------------------------------
+
+    def join_hook(self, **kwargs):
+        """A rank that ran out of inputs keeps stepping (its share's broadcasts match the
+        others'), as PyTorch's ZeRO join hook."""
+        from ..algorithms.join import JoinHook
+
+        zero = self
+
+        class _ZeROJoinHook(JoinHook):
+            def main_hook(self) -> None:
+                zero.step()
+
+        return _ZeROJoinHook()
+
+    @property
+    def join_device(self):
+        params = [p for group in self.param_groups for p in group["params"]]
+        return params[0].device if params else ember.device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         super().zero_grad(set_to_none)

@@ -1,0 +1,95 @@
+"""Ordinary distributed PyTorch programs (``programs/user/``), run as their readers launch them
+(``mp.spawn`` in one process, or torchrun's environment in several) on PyTorch's gloo and on ember
+(``import torch`` mapped to ember): every rank's printed lines - losses, tensors, placements,
+exception types - must be the same. ``python3 user_programs.py PROGRAM [NPROCS]`` shows the
+differences of one program by hand."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from dist_harness import base_env, free_port
+from user_programs import _RANK_LINE, USER_PROGRAMS, compare, run_program
+
+PROGRAMS = [
+    ("ddp_spawn_sampler.py", 1),  # mp.spawn, DistributedSampler.set_epoch, no_sync, checkpoint, BN buffers
+    ("ddp_join_unused.py", 2),  # Join with uneven inputs, find_unused_parameters, no_sync inside Join
+    ("collectives_tour.py", 2),  # object collectives, subgroups, batch_isend_irecv, splits, AVG/PREMUL_SUM
+    ("collectives_tour.py", 3),
+    ("fsdp2_train.py", 2),  # fully_shard, MixedPrecisionPolicy, checkpoint.state_dict get/set
+    ("dtensor_tp.py", 2),  # distribute_tensor, Partial, redistribute, distribute_module, Colwise/Rowwise
+    ("mesh_2d.py", 4),  # a 2-d DeviceMesh, sub-meshes, DDP over one dim
+    ("pipeline_schedules.py", 2),  # PipelineStage with ScheduleGPipe and Schedule1F1B
+    ("dcp_reshard.py", 2),  # DCP save from FSDP2, load into TP / other placements, load errors
+    ("hostile_lifecycle.py", 2),  # init twice, destroy then use, bad arguments to collectives
+    ("hostile_backends.py", 1),  # bad backend names and world arguments
+    ("ddp_extras.py", 2),  # elastic record, ZeRO, DistributedSampler options, comm hooks, nn.functional
+    ("fsdp2_extras.py", 2),  # clip_grad_norm_ of DTensor grads, accumulation, LR scheduler, rank-0 save
+    ("tp_block.py", 2),  # the TP tutorial's plan: SequenceParallel, PrepareModuleInput, loss_parallel
+    ("spawn_errors.py", 1),  # mp.spawn: a rank raising or exiting, join=False, argument checks
+    ("join_tutorial.py", 1),  # the Join tutorial: DDP + ZeroRedundancyOptimizer, a custom Joinable
+    ("collectives_more.py", 3),  # p2p with tags, reduce_scatter lists, uneven all_gather, dtypes, a ring
+]
+
+
+@pytest.mark.parametrize("program,nprocs", PROGRAMS, ids=[f"{p[:-3]}-{n}" for p, n in PROGRAMS])
+def test_program_prints_what_pytorch_prints(program, nprocs):
+    differences = compare(program, nprocs, limit=120)
+    assert not differences, "\n".join(differences)
+
+
+def test_init_waiting_for_a_rank_that_never_comes_times_out_as_pytorch():
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 1, limit=60, args=("missing_rank",))
+    theirs, _, _ = run_program("hostile_timeouts.py", "torch", 1, limit=60, args=("missing_rank",))
+    assert codes == [0], log
+    assert ours == theirs == {0: ["init: DistStoreError (RuntimeError), within the timeout's margin: True",
+                                  "initialized False"]}
+
+
+def test_monitored_barrier_with_a_late_rank_raises_as_pytorch():
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("monitored_barrier",))
+    theirs, _, _ = run_program("hostile_timeouts.py", "torch", 2, limit=60, args=("monitored_barrier",))
+    assert codes == [0, 0], log
+    assert ours == theirs == {0: ["monitored_barrier: RuntimeError (RuntimeError), within the timeout's margin: True"],
+                              1: ["slept past the timeout"]}
+
+
+def test_a_skipped_collective_times_out_with_a_runtime_error():
+    # gloo raises a plain RuntimeError; ember its subclass DistBackendError (docs/deviations.md)
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("skipped_collective",))
+    assert codes == [0, 0], log
+    assert ours == {0: ["all_reduce: DistBackendError (RuntimeError), within the timeout's margin: True"],
+                    1: ["slept past the timeout"]}
+
+
+def test_ranks_disagreeing_on_the_world_size_both_fail_at_init():
+    # PyTorch 2.13 lets rank 0 through and fails rank 1 with DistNetworkError (docs/deviations.md)
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("wrong_world_size",))
+    assert codes == [0, 0], log
+    assert ours == {r: ["init: DistStoreError (RuntimeError), within the timeout's margin: True"] for r in (0, 1)}
+
+
+def test_pytorchs_own_torchrun_launches_an_ember_program(tmp_path):
+    # torchrun's agent serves a PyTorch TCPStore at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True);
+    # ember's rank 0 hosts its own store beside it, at MASTER_PORT + 1, instead of failing to bind
+    pytest.importorskip("torch.distributed.run")
+    env = base_env("ember", os.environ.get("TMPDIR", "/tmp"))
+    env.update(PYTHONWARNINGS="ignore", PYTHONUNBUFFERED="1")
+    logs = tmp_path / "logs"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+               str(free_port()), "--log-dir", str(logs), "--redirects", "3", str(USER_PROGRAMS / "collectives_tour.py")]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ours: dict = {}
+    for path in sorted(logs.rglob("stdout.log")):  # one per local rank: no interleaving
+        for line in path.read_text().splitlines():
+            m = _RANK_LINE.match(line)
+            if m:
+                ours.setdefault(int(m.group(1)), []).append(m.group(2))
+    theirs, _, _ = run_program("collectives_tour.py", "torch", 2, limit=120)
+    differing = [(r, i, a, b) for r in (0, 1) for i, (a, b) in enumerate(zip(ours.get(r, []), theirs[r])) if a != b]
+    assert not differing and [len(ours.get(r, [])) for r in (0, 1)] == [len(theirs[r]) for r in (0, 1)], \
+        f"{differing[:5]}\n{done.stdout[-2000:]}"
