@@ -87,6 +87,20 @@ def hostile_problems(expected: str, actual: str, message_differs, min_cases: int
     return problems
 
 
+def assert_prints_what_pytorch_prints(outputs: dict, spec: str, rtol: float = 1e-5) -> None:
+    """``spec``'s output under ember (run_under_both's ``outputs``) equals its output under PyTorch."""
+    theirs, ours = outputs["torch"][spec], outputs["ember"][spec]
+    assert "!! " not in theirs, f"the program fails under PyTorch itself:\n{theirs}"
+    diff = differences(theirs, ours, rtol=rtol)
+    assert not diff, "\n".join(diff) + f"\n--- ember's output:\n{ours}"
+
+
+def assert_raises_what_pytorch_raises(outputs: dict, spec: str, message_differs, min_cases: int) -> None:
+    """The hostile-inputs program ``spec`` raises PyTorch's exceptions under ember (hostile_problems)."""
+    problems = hostile_problems(outputs["torch"][spec], outputs["ember"][spec], message_differs, min_cases)
+    assert not problems, "\n".join(problems)
+
+
 def run_under_both(scripts, tmp: Path) -> dict:
     """{"torch": {script: output}, "ember": {...}}: ``_driver.py`` runs every script in one process per library,
     both processes at once (one thread each, warnings off)."""
