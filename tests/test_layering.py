@@ -254,3 +254,14 @@ def test_scanner_flags_upward_dependency(tmp_path):
     )
     bad = upward_edges(scan_dependencies(tmp_path))
     assert [(e.importer, e.imported) for e in bad] == [("ember-autograd", "ember-nn")]
+
+
+def test_test_modules_have_unique_names_across_packages():
+    # pytest imports every tests/ folder's modules by basename (rootdir-relative "prepend" import mode): two
+    # packages with a same-named test or helper module break the whole suite's collection, though each
+    # package's own session passes
+    seen: dict = {}
+    for path in sorted([*ROOT.glob("packages/*/tests/*.py"), *ROOT.glob("tests/*.py")]):
+        if path.name != "conftest.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}

@@ -1,7 +1,7 @@
 """Ordinary distributed PyTorch programs (``programs/user/``), run as their readers launch them
 (``mp.spawn`` in one process, or torchrun's environment in several) on PyTorch's gloo and on ember
 (``import torch`` mapped to ember): every rank's printed lines - losses, tensors, placements,
-exception types - must be the same. ``python3 user_programs.py PROGRAM [NPROCS]`` shows the
+exception types - must be the same. ``python3 dist_user_programs.py PROGRAM [NPROCS]`` shows the
 differences of one program by hand."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from dist_harness import base_env, free_port
-from user_programs import _RANK_LINE, USER_PROGRAMS, compare, run_program
+from dist_user_programs import _RANK_LINE, USER_PROGRAMS, compare, run_program
 
 PROGRAMS = [
     ("ddp_spawn_sampler.py", 1),  # mp.spawn, DistributedSampler.set_epoch, no_sync, checkpoint, BN buffers

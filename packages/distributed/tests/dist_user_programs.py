@@ -88,6 +88,6 @@ def compare(program: str, nprocs: int = 1, limit: float = 90, args: tuple = ()):
     return diffs
 
 
-if __name__ == "__main__":  # python3 user_programs.py PROGRAM [NPROCS]: prints the differences
+if __name__ == "__main__":  # python3 dist_user_programs.py PROGRAM [NPROCS]: prints the differences
     found = compare(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)
     print("\n".join(found) if found else "same")
