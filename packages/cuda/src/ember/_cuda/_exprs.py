@@ -67,7 +67,7 @@ _SOFTPLUS = "tl.where({0} > 20.0, {0}, " + L + "log1p(" + L + "exp({0})))"
 
 UNARY = {
     "abs": {"f": "tl.abs({0})", "i": "tl.abs({0})"},
-    "neg": {"f": "{0} * -1.0", "i": "-{0}"},  # (Triton's -x is 0 - x: +0 for +0, where PyTorch's is -0)
+    "neg": {"f": "{0} * -1.0", "i": "-{0}"},  # (-0 for +0 as PyTorch's; Triton 3.6's -x is 0 - x, +0)
     "sign": {"f": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)",
              "i": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)", "b": "{0}"},
     "floor": {"f": L + "floor({0})", "i": "{0}"},
@@ -148,7 +148,9 @@ _COMPLEX_BINARY = {
 }
 _LN2 = "0.6931471805599453"
 _COMPLEX_UNARY = {
-    "neg": "-{0.r}, -{0.i}",  # 0 - z, as PyTorch's complex neg (+0 parts for zeros)
+    # 0 - z, as PyTorch's complex neg (+0 parts for zeros), spelled out: Triton's unary minus is 0 - x in 3.6
+    # and a true negation (-0 for +0) in 3.9
+    "neg": "0.0 - {0.r}, 0.0 - {0.i}",
     "conj_physical": "{0.r}, {0.i} * -1.0",
     "abs": L + "hypot({0.r}, {0.i})",
     "angle": L + "atan2({0.i}, {0.r})",
