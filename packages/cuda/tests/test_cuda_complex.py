@@ -264,6 +264,7 @@ def test_cufft_library_search(monkeypatch, tmp_path):
 
 def test_fft_padding_keeps_autograd_on_cpu():
     """fft's n/s zero padding (now constant_pad_nd, dispatched) records autograd, as torch's."""
+    pytest.importorskip("ember.autograd")  # (a package above ember-cuda)
     x = torch.randn(2, 5, dtype=torch.float64, requires_grad=True)
     torch.fft.rfft(x, n=12).abs().sum().backward()
     ex = _e(x.detach()).requires_grad_()
@@ -365,6 +366,7 @@ def test_fake_host_complex_fft_eig():
     """Every op of the work on the fake CUDA host (results' devices, shapes, dtypes); cuBLAS's complex GEMM
     called with CUDA_C_32F/CUDA_C_64F and a complex alpha; cuFFT plans cached; the errors of ops without a
     complex kernel (as PyTorch's)."""
+    pytest.importorskip("ember.autograd")  # (a package above ember-cuda)
     pytest.importorskip("triton")
     if ember.cuda.is_available():
         pytest.skip("the fake host replaces the driver of a process without a GPU")
@@ -610,6 +612,7 @@ def test_complex_by_parts_wrappers_on_cpu(monkeypatch):
     """_ops_complex's wrappers (the op on the real parts, then on the imaginary parts; cumsum on the parts'
     view; var/std from the parts' variances; norm of abs) around the CPU kernels, on CPU tensors, against
     PyTorch: the splitting is device independent, the CUDA kernels under it are the real ones."""
+    pytest.importorskip("ember.nn")  # (a package above ember-cuda)
     from ember._cuda import _ops_complex
     from ember._src.dispatch import OPS
 
