@@ -209,6 +209,7 @@ def test_while_loop_gradients_under_compile_match_torch(backend):
 
 
 def test_cond_branch_aliasing_or_disagreeing_raises_like_torch_in_every_mode():
+    pytest.importorskip("ember.export")  # (ember-export: the package above ember-compile)
     # torch.cond traces both branches even in eager: one returning its input (or a view of it) is
     # an UncapturedHigherOrderOpError, branches that disagree a TorchRuntimeError.
     def cases(lib):
@@ -245,6 +246,7 @@ def test_cond_branch_aliasing_or_disagreeing_raises_like_torch_in_every_mode():
 
 
 def test_map_matches_torch_eagerly_and_exported():
+    pytest.importorskip("ember.export")  # (ember-export: the package above ember-compile)
     from torch._higher_order_ops import map as torch_map
 
     from ember._higher_order_ops import map as ember_map
