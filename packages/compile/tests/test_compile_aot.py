@@ -108,7 +108,7 @@ def test_make_fx_graph_shape_and_values():
             assert isinstance(val, ember.compiler.FakeTensor) and val.device.type == "cpu"
     a, b = gm(x, y)
     ea, eb = f(x, y)
-    np.testing.assert_allclose(_np(a), _np(ea), rtol=1e-6)
+    np.testing.assert_allclose(_np(a), _np(ea), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(_np(b), _np(eb))
     from ember.fx.experimental.proxy_tensor import make_fx as reexported
 
@@ -699,7 +699,7 @@ def test_number_arguments_become_symbolic_like_torch(name, dynamic):
         cf = lib.compile(fn, backend=counter, dynamic=dynamic)
         x = lib.from_numpy(x_np.copy())
         for v in _NUMBER_VALUES[name]:
-            np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6)
+            np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6, atol=1e-6)
         counts.append(len(counter.graphs))
     assert counts[0] == counts[1]
 
@@ -764,7 +764,7 @@ def test_numbers_inside_list_and_dict_arguments_become_symbolic_like_torch():
             cf = lib.compile(fn, backend=counter)
             x = lib.arange(12.0).reshape(6, 2)
             for v in values:
-                np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6)
+                np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6, atol=1e-6)
             counts.append(len(counter.graphs))
         assert counts[0] == counts[1] == 2, name
 

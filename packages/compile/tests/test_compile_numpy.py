@@ -66,7 +66,7 @@ def test_numpy_in_compiled_function_gives_eager_result(program, backend):
         data = rng.standard_normal(4).astype(np.float32)
         xe, xc = ember.tensor(data), ember.tensor(data)
         want, got = program(ember, xe), compiled(xc)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(xc.numpy(), xe.numpy())
 
 
@@ -77,7 +77,7 @@ def test_numpy_results_agree_with_torch_compile(program):
     torch._dynamo.reset()
     want = torch.compile(lambda x: program(torch, x), backend="eager")(torch.tensor(data))
     got = ember.compile(lambda x: program(ember, x), backend="eager")(ember.tensor(data))
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_numpy_function_of_arrays_returns_eager_numpy_value():
@@ -99,4 +99,4 @@ def test_fullgraph_numpy_of_a_pending_result_is_a_graph_break():
         ember.compile(lambda x: exp_of_intermediate(ember, x), backend="eager", fullgraph=True)(ember.ones(4))
     # reading an input nothing pending writes is no break
     out = ember.compile(lambda x: sin_then_tensor(ember, x), backend="eager", fullgraph=True)(ember.ones(4))
-    np.testing.assert_allclose(out.numpy(), sin_then_tensor(ember, ember.ones(4)).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), sin_then_tensor(ember, ember.ones(4)).numpy(), rtol=1e-6, atol=1e-6)

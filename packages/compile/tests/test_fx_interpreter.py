@@ -182,4 +182,4 @@ def test_interpreter_run_inside_compile_passes_list_arguments():
         gm = fx.symbolic_trace(make(lib))
         compiled = lib.compile(lambda x, gm=gm, fx=fx: fx.Interpreter(gm).run(x), backend="eager")
         results.append(compiled(lib.tensor(_rand(2, 3))).numpy())
-    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-6)

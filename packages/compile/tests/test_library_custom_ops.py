@@ -74,7 +74,7 @@ def test_custom_op_eager_autograd_and_opcheck_match_torch():
     xe = ember.from_numpy(data.copy()).requires_grad_()
     xt = torch.from_numpy(data.copy()).requires_grad_()
     ye, yt = op_e(xe, 2.5), op_t(xt, 2.5)
-    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-6, atol=1e-6)
     (ye * ye).sum().backward()
     (yt * yt).sum().backward()
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-5)
@@ -212,8 +212,8 @@ def test_kernel_reads_numpy_of_inputs_that_require_grad_like_torch():
         y = numpy_sin(x)
         y.sum().backward()
         results.append((y.detach().numpy(), x.grad.numpy()))
-    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
-    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6, atol=1e-6)
 
 
 def test_impl_with_a_library_object_as_decorator_like_torch():

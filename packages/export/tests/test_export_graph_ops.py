@@ -517,7 +517,7 @@ def test_aliases_are_recorded_by_their_own_name_like_torch():
     expected = _aliases(torch)(tx, ty)
     for program in (eep, eep.run_decompositions()):
         for got, want in zip(program.module()(ex, ey), expected):
-            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def _structured(lib):
@@ -568,7 +568,7 @@ def test_exported_module_code_and_interpreter_keep_the_pytree_structure_like_tor
         out, ref = got[key], want[key]
         assert set(out) == {"a", "b"} and isinstance(out["b"], tuple) and isinstance(out["b"][1], list)
         for o, r in ((out["a"], ref["a"]), (out["b"][0], ref["b"][0]), (out["b"][1][0], ref["b"][1][0])):
-            np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-6)
+            np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_unflattened_module_and_flat_args_adapter_names_like_torch():
@@ -601,4 +601,4 @@ def test_cross_entropy_saved_logsumexp_stays_out_of_the_graph(smoothing):
         assert sorted(n.args[1] for n in items) == ([0, 1, 2] if smoothing else [0, 2]), prog.graph_module.code
         assert len(prog.graph_signature.output_specs) == len(ref.graph_signature.output_specs) == 1
         got = prog.module()(ember.tensor(x), ember.tensor(t))
-        np.testing.assert_allclose(got.numpy(), ref.module()(torch.tensor(x), torch.tensor(t)).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.numpy(), ref.module()(torch.tensor(x), torch.tensor(t)).numpy(), rtol=1e-6, atol=1e-6)

@@ -281,7 +281,7 @@ def test_nested_input_leaves_are_named_by_their_path_like_torch():
                         ep.module()(*args).detach().numpy()))
     assert results[1][0] == results[0][0] == ["d_x", "d_y", "lst_0", "lst_1", "t_a", "t_b"]
     assert results[1][1] == results[0][1]
-    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6)
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6, atol=1e-6)
 
 
 def test_dialect_and_verifiers_like_torch():

@@ -26,8 +26,8 @@ def test_checkpoint_gradients_equal_plain_backward(use_reentrant):
     out = checkpoint(lambda t: ckpt(t).tanh(), x2, use_reentrant=use_reentrant)
     out.sum().backward()
     for a, b in zip(_grads(plain), _grads(ckpt)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
-    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_non_reentrant_reaches_parameters_without_input_grad():
@@ -36,7 +36,7 @@ def test_non_reentrant_reaches_parameters_without_input_grad():
     plain(x).sum().backward()
     checkpoint(ckpt, x, use_reentrant=False).sum().backward()
     for a, b in zip(_grads(plain), _grads(ckpt)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
 def test_reentrant_without_input_grad_warns():
@@ -64,7 +64,7 @@ def test_checkpoint_sequential_and_kwargs():
     plain(x).sum().backward()
     checkpoint_sequential(ckpt, 2, x, use_reentrant=False).sum().backward()
     for a, b in zip(_grads(plain), _grads(ckpt)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError):
         checkpoint(lambda t, scale: t * scale, x, use_reentrant=True, scale=2)
     y = checkpoint(lambda t, scale: t * scale, x.requires_grad_(), use_reentrant=False, scale=2)

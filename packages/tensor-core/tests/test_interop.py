@@ -447,7 +447,7 @@ def test_numpy_scalars_are_numbers_as_in_torch(call, scalar):
     got = run(ember)
     assert isinstance(got, ember.Tensor), type(got)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
-    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("make", [lambda lib, a: lib.tensor(a), lambda lib, a: lib.as_tensor(a),

@@ -175,7 +175,7 @@ def test_gradients(fn):
     xt = torch.tensor(data.copy(), requires_grad=True)
     fn(ember, xe).sum().backward()
     fn(torch, xt).sum().backward()
-    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
 # Repeated dims: each function's own PyTorch message (the dim named once, not the tuple).

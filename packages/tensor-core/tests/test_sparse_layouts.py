@@ -29,7 +29,7 @@ def test_coo_to_dense_and_coalesce(dtype, dense_dims, nnz):
     ec, tc = e.coalesce(), t.coalesce()
     assert ec.is_coalesced() and ec._nnz() == tc._nnz()
     np.testing.assert_array_equal(ec.indices().numpy(), tc.indices().numpy())
-    np.testing.assert_allclose(ec.values().numpy(), tc.values().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ec.values().numpy(), tc.values().numpy(), rtol=1e-6, atol=1e-6)
     assert e.dtype is EMBER_DTYPES[dtype] and t.dtype is TORCH_DTYPES[dtype]
 
 
