@@ -416,3 +416,15 @@ def test_tensorinv_tensorsolve():
     e2, t2 = _embed(np.ascontiguousarray(a2), "float64", "contiguous")
     b2_e, b2_t = _embed(np.arange(6.0).reshape(3, 2), "float64", "contiguous")
     assert_same(ember.linalg.tensorsolve(e2, b2_e, dims=(0,)), torch.linalg.tensorsolve(t2, b2_t, dims=(0,)))
+
+
+def test_linalg_error_pickles_like_torch():
+    # Worker processes (DataLoader, multiprocessing) send exceptions back pickled.
+    import pickle
+
+    for lib in (torch, ember):
+        with pytest.raises(lib.linalg.LinAlgError) as info:
+            lib.linalg.cholesky(-lib.eye(2))
+        again = pickle.loads(pickle.dumps(info.value))
+        assert type(again) is lib.linalg.LinAlgError and type(again).__name__ == "_LinAlgError"
+        assert str(again) == str(info.value)

@@ -17,6 +17,9 @@ from .._src.ops._common import write_out as _write_out
 from .._src.ops.creation.factories import zeros as _zeros
 from .._src.ops.linalg import lapack as _lapack
 from .._src.ops.linalg.lapack import LinAlgError
+
+# The class's name is PyTorch's (_LinAlgError, see lapack.py); pickle finds it by that name here.
+_LinAlgError = LinAlgError
 from .._src.ops.pointwise import elementwise
 from .._src.ops.reduction.composite import norm_op as _norm_op
 from .._src.ops.shape import views as _views
