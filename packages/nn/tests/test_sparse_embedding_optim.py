@@ -29,12 +29,14 @@ def test_embedding_sparse_grad(padding_idx, scale):
     (mt(torch.tensor(idx)) * 2).sum().backward()
     assert me.weight.grad.layout is ember.sparse_coo
     assert me.weight.grad._nnz() == mt.weight.grad._nnz()
-    np.testing.assert_allclose(me.weight.grad.to_dense().numpy(), mt.weight.grad.to_dense().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(me.weight.grad.to_dense().numpy(), mt.weight.grad.to_dense().numpy(),
+                               rtol=1e-6, atol=1e-6)
     # A second backward accumulates (sparse + sparse stays sparse).
     (me(ember.tensor(idx)) * 2).sum().backward()
     (mt(torch.tensor(idx)) * 2).sum().backward()
     assert me.weight.grad.layout is ember.sparse_coo
-    np.testing.assert_allclose(me.weight.grad.to_dense().numpy(), mt.weight.grad.to_dense().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(me.weight.grad.to_dense().numpy(), mt.weight.grad.to_dense().numpy(),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_functional_embedding_sparse():

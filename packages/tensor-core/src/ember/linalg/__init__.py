@@ -17,9 +17,6 @@ from .._src.ops._common import write_out as _write_out
 from .._src.ops.creation.factories import zeros as _zeros
 from .._src.ops.linalg import lapack as _lapack
 from .._src.ops.linalg.lapack import LinAlgError
-
-# The class's name is PyTorch's (_LinAlgError, see lapack.py); pickle finds it by that name here.
-_LinAlgError = LinAlgError
 from .._src.ops.pointwise import elementwise
 from .._src.ops.reduction.composite import norm_op as _norm_op
 from .._src.ops.shape import views as _views
@@ -28,6 +25,9 @@ from .._src.ops.shape.reorder import cross as _cross
 from .._src.shapes import numel as _numel
 from .._src.shapes import wrap_dim as _wrap_dim
 from .._src.tensor import Tensor as _Tensor
+
+# The class's name is PyTorch's (_LinAlgError, see lapack.py); pickle finds it by that name here.
+_LinAlgError = LinAlgError
 
 __all__ = [
     "LinAlgError", "matmul", "multi_dot", "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "lstsq",
