@@ -1208,3 +1208,48 @@ def test_fresh_cuda_results_start_at_version_zero_as_torch(tmp_path):
                          timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]
     assert cuda == json.loads(ref.stdout.strip().splitlines()[-1])
+
+
+# -- objects the garbage collector sees per recorded CUDA op ------------------------------------------------
+
+_UNTRACKED = r"""
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+w = ember.randn(8, 4).to("cuda").requires_grad_()
+x = ember.randn(2, 3, 4).to("cuda").requires_grad_()
+with ember.autocast("cuda", dtype=ember.bfloat16):
+    y = ember.nn.functional.linear(x, w)  # autocast's casts of x and w, then views and addmm
+casts = [y.grad_fn]
+while casts and type(casts[-1]).__name__ != "ToCopyBackward0":
+    casts.append(casts[-1].next_functions[0][0])
+cast = casts[-1]
+view = x.view(6, 4).grad_fn
+stand_in = tuple.__getitem__(cast._saved_args, 0)
+kw = cast._kwargs
+out = {"cast": type(cast).__name__, "kwargs": sorted(kw), "kwargs_tracked": gc.is_tracked(kw),
+       "stand_in": [stand_in.device.type, str(stand_in._src_device), vars(stand_in), gc.is_tracked(stand_in)],
+       "view_args_tracked": gc.is_tracked(view._saved_args),
+       "view_stand_in_tracked": gc.is_tracked(tuple.__getitem__(view._saved_args, 0))}
+kw["extra"] = [1]  # a tracked value: CPython's dict rule tracks the dict again
+out["kwargs_tracked_after_insert"] = gc.is_tracked(kw)
+del kw["extra"]
+y.float().sum().backward()
+out["grads"] = [str(x.grad.dtype), list(x.grad.shape), str(x.grad.device), str(w.grad.dtype), list(w.grad.shape)]
+print(json.dumps(out))
+"""
+
+
+def test_recorded_cuda_casts_and_views_leave_the_collector_alone(tmp_path):
+    """On CUDA (the fake host: the native device fast path records these): an autocast cast's node keeps its
+    {dtype, device} kwargs in an untracked dict (tracked again when a tracked value is put in it), its input's
+    stand-in keeps the source device in a field (no __dict__) and is untracked, as is a view's tuple of args;
+    backward still gives the leaves float32 gradients of their shapes on their device."""
+    (run,) = _fake_host_runs(tmp_path, _UNTRACKED, [{}])
+    assert run["cast"] == "ToCopyBackward0" and run["kwargs"] == ["device", "dtype"]
+    assert run["kwargs_tracked"] is False and run["kwargs_tracked_after_insert"] is True
+    assert run["stand_in"] == ["meta", "cuda:0", {}, False]
+    assert run["view_args_tracked"] is False and run["view_stand_in_tracked"] is False
+    assert run["grads"] == ["ember.float32", [2, 3, 4], "cuda:0", "ember.float32", [8, 4]]
