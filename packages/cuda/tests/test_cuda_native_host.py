@@ -1253,3 +1253,55 @@ def test_recorded_cuda_casts_and_views_leave_the_collector_alone(tmp_path):
     assert run["stand_in"] == ["meta", "cuda:0", {}, False]
     assert run["view_args_tracked"] is False and run["view_stand_in_tracked"] is False
     assert run["grads"] == ["ember.float32", [2, 3, 4], "cuda:0", "ember.float32", [8, 4]]
+
+
+_COLUMNS = _RECORDED_HOST + r"""
+import os
+from ember._cuda import _reduce
+
+if os.environ.get("COL_PLAIN"):
+    class _Never(dict):  # no plan is ever found: every column reduction makes its plan afresh
+        def get(self, key, default=None):
+            return None
+
+        def __setitem__(self, key, value):
+            pass
+
+    _reduce._COL_PLANS = _Never()
+ember.manual_seed(0)
+bf = ember.bfloat16
+shapes = []
+for round_ in range(2):  # the second round finds the first round's plans
+    g = ember.randn(512, 768).to("cuda")
+    outs = [g.sum(0), g.to(bf).sum(0), g.mean(0), ember.nansum(g, 0), g[:40, :300].sum(0),
+            ember.randn(3, 64, 10).to("cuda").sum(1), g.sum(0, keepdim=True)]
+    s = ember.cuda.Stream(_handle=0x5150)
+    with ember.cuda.stream(s):
+        outs.append(g.sum(0))
+    x = ember.randn(16, 768).to("cuda").requires_grad_()
+    w, b = ember.ones(768, device="cuda", requires_grad=True), ember.zeros(768, device="cuda", requires_grad=True)
+    ember.nn.functional.layer_norm(x, (768,), w, b).sum().backward()  # its weight and bias gradients' sums
+    outs += [w.grad, b.grad]
+    if round_ == 1:
+        plans = len(_reduce._COL_PLANS)
+        _reduce.COL_CONFIG.update(bk=64, ppsm=2)  # a sweep's change: the plans made before must not be used
+        emptied = len(_reduce._COL_PLANS) == 0
+        outs.append(g.sum(0))
+        _reduce.COL_CONFIG.update(bk=128, ppsm=8)
+    shapes.append([[list(o.shape), str(o.dtype)] for o in outs])
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"shapes": shapes, "log": log, "plans": plans, "emptied": emptied}))
+"""
+
+
+@_NATIVE
+def test_column_reduction_plans_launch_as_the_search(tmp_path):
+    """Column reductions (bias/LayerNorm gradient sums: split into partials or not, scaled for mean, nansum's
+    partials summed, a side stream) launch from their cached plan what the block/split search launches (every
+    argument byte, grid, stream); a change of COL_CONFIG empties the plans, so a sweep's setting is used."""
+    planned, plain = _fake_host_runs(tmp_path, _COLUMNS, [{}, {"COL_PLAIN": "1"}])
+    assert planned["plans"] >= 5 and plain["plans"] == 0 and planned["emptied"]
+    assert planned["shapes"] == plain["shapes"]
+    assert len(planned["log"]) >= 30 and planned["log"] == plain["log"]
+    grids = {tuple(entry[1]) for entry in planned["log"]}
+    assert len(grids) >= 4  # (the geometries differ: split and unsplit passes, the changed block width)
