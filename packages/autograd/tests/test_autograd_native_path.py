@@ -333,7 +333,7 @@ def test_stand_ins_keep_their_source_device_in_a_field_and_leave_the_gc():
     assert len(mm._input_meta) == 2 and not gc.is_tracked(mm._input_meta)
     assert getattr(x, "_src_device", None) is None
     with pytest.raises(AttributeError, match="_src_device"):
-        x._src_device
+        _ = x._src_device
     x._src_device = x._device  # (writable, as the Python recorder's stand-ins need; a field, not __dict__)
     assert x._src_device is x._device and "_src_device" not in vars(x)
     del x._src_device
