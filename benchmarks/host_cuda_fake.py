@@ -7,7 +7,8 @@ host costs can be profiled on any machine; device results are garbage and never 
 
     python benchmarks/host_cuda_fake.py add            # 1-element add: host us/call
     python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile] [--mode M]  # host ms per training step
-                                                   # (--mode: the model under ember.compile)
+                                                   # (--mode: the model under ember.compile;
+                                                   #  --gc: collections per step; --gc-freeze: gc.freeze() first)
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
     python benchmarks/host_cuda_fake.py adam [--layers N] [--profile]  # GPT-2's fused AdamW opt.step() alone
     python benchmarks/host_cuda_fake.py precompile_attention  # bench_cuda_attention --tune-bwd-forms' cubins
@@ -118,7 +119,13 @@ def bench_add(n=20000) -> float:
     return best
 
 
-def bench_gpt2(layers: int, steps: int, profile: bool, mode=None) -> float:
+def bench_gpt2(layers: int, steps: int, profile: bool, mode=None, gc_report=False, gc_freeze=False) -> float:
+    """Median host CPU ms per step. ``gc_report``: also prints the garbage collector's collections per step
+    and their CPU ms per step, by generation. ``gc_freeze``: ``gc.freeze()`` after the model is built and
+    warm (a user's choice, measured here: ember never freezes; a full collection then skips every object
+    alive at that point, the modules' functions and the model among them)."""
+    import gc
+
     import ember
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -141,11 +148,30 @@ def bench_gpt2(layers: int, steps: int, profile: bool, mode=None) -> float:
 
     for _ in range(2):
         step()
+    if gc_freeze:
+        gc.freeze()
+    spent = {0: [], 1: [], 2: []}
+    start = [0.0]
+
+    def on_gc(phase, info):
+        if phase == "start":
+            start[0] = time.thread_time()
+        else:
+            spent[info["generation"]].append(time.thread_time() - start[0])
+
+    if gc_report:
+        gc.callbacks.append(on_gc)
     times = []
     for _ in range(steps):
         t0 = time.thread_time()  # CPU time of this thread: steady on a shared machine, unlike wall time
         step()
         times.append(time.thread_time() - t0)
+    if gc_report:
+        gc.callbacks.remove(on_gc)
+        for gen, ts in spent.items():
+            print(f"GC generation {gen}: {len(ts) / steps:.3f} collections/step, {sum(ts) / steps * 1e3:.3f} ms/step"
+                  f" ({sum(ts) / max(len(ts), 1) * 1e3:.3f} ms each)")
+        print(f"GC-tracked objects in the process: {len(gc.get_objects())} (frozen: {gc.get_freeze_count()})")
     if profile:
         import cProfile
         import pstats
@@ -320,6 +346,8 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--shard", default="0/1", help="precompile_grid: i/n, every n-th variant from the i-th")
+    ap.add_argument("--gc", action="store_true", help="gpt2: the collector's collections and ms per step")
+    ap.add_argument("--gc-freeze", action="store_true", help="gpt2: gc.freeze() once the model is built and warm")
     args = ap.parse_args()
     install()
     if args.what == "add":
@@ -337,7 +365,7 @@ def main():
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")
     else:
-        ms = bench_gpt2(args.layers, args.steps, args.profile, args.mode)
+        ms = bench_gpt2(args.layers, args.steps, args.profile, args.mode, args.gc, args.gc_freeze)
         how = f", ember.compile(mode={args.mode!r})" if args.mode else ""
         print(f"GPT-2 ({args.layers} layers, B8 T1024{how}) training step: {ms:.1f} host CPU ms "
               "(median; no GPU: launches are no-ops)")

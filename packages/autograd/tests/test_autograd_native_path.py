@@ -306,6 +306,44 @@ def test_native_nodes_share_their_input_metadata_and_leave_the_gc():
     _close(b.grad, tb.grad)
 
 
+def test_stand_ins_keep_their_source_device_in_a_field_and_leave_the_gc():
+    # A node whose formula reads only metadata (a view's, a cast's) keeps a data-less meta stand-in for its
+    # input: the source device lives in a field (no __dict__ per stand-in) and the stand-in, which refers to
+    # nothing that can lead back to it, is not tracked by the collector (Note [Untracked stand-ins]), nor is
+    # the node's tuple of such args.
+    # Ordinary tensors have no _src_device; gradients (dtype casts back, views) as PyTorch's.
+    import gc
+
+    rng = np.random.default_rng(2)
+    x, tx = _pair(rng.random((3, 4)) + 0.5)
+    y, ty = (x * 2.0).to(ember.float64), (tx * 2.0).to(torch.float64)
+    v, tv = y.view(4, 3), ty.view(4, 3)
+    assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__ == "ToCopyBackward0"
+    for node in (y.grad_fn, v.grad_fn):
+        s = tuple.__getitem__(node._saved_args, 0)
+        assert type(s) is ember.Tensor and s.device.type == "meta"
+        assert s._src_device is x._device and vars(s) == {}
+        assert not gc.is_tracked(s)
+    # and the natively recorded view's args (the stand-in, its ints): an immutable tuple of untracked things
+    assert not gc.is_tracked(v.grad_fn._saved_args)
+    m = x * 2.0  # a tensor saved for its data: its args stay tracked (a SavedTensor may lead to a cycle)
+    mm = (m * m).grad_fn
+    assert gc.is_tracked(mm._saved_args)
+    # a node's tuple of (shape, dtype) pairs leads nowhere either (CPython would keep it tracked: dtypes are)
+    assert len(mm._input_meta) == 2 and not gc.is_tracked(mm._input_meta)
+    assert getattr(x, "_src_device", None) is None
+    with pytest.raises(AttributeError, match="_src_device"):
+        _ = x._src_device
+    x._src_device = x._device  # (writable, as the Python recorder's stand-ins need; a field, not __dict__)
+    assert x._src_device is x._device and "_src_device" not in vars(x)
+    del x._src_device
+    assert not hasattr(x, "_src_device")
+    (v.sin() * 3.0).sum().backward()
+    (tv.sin() * 3.0).sum().backward()
+    assert x.grad.dtype == ember.float32
+    _close(x.grad, tx.grad)
+
+
 def test_backward_in_threads():
     errors = []
 

@@ -1208,3 +1208,100 @@ def test_fresh_cuda_results_start_at_version_zero_as_torch(tmp_path):
                          timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]
     assert cuda == json.loads(ref.stdout.strip().splitlines()[-1])
+
+
+# -- objects the garbage collector sees per recorded CUDA op ------------------------------------------------
+
+_UNTRACKED = r"""
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+w = ember.randn(8, 4).to("cuda").requires_grad_()
+x = ember.randn(2, 3, 4).to("cuda").requires_grad_()
+with ember.autocast("cuda", dtype=ember.bfloat16):
+    y = ember.nn.functional.linear(x, w)  # autocast's casts of x and w, then views and addmm
+casts = [y.grad_fn]
+while casts and type(casts[-1]).__name__ != "ToCopyBackward0":
+    casts.append(casts[-1].next_functions[0][0])
+cast = casts[-1]
+view = x.view(6, 4).grad_fn
+stand_in = tuple.__getitem__(cast._saved_args, 0)
+kw = cast._kwargs
+out = {"cast": type(cast).__name__, "kwargs": sorted(kw), "kwargs_tracked": gc.is_tracked(kw),
+       "stand_in": [stand_in.device.type, str(stand_in._src_device), vars(stand_in), gc.is_tracked(stand_in)],
+       "view_args_tracked": gc.is_tracked(view._saved_args),
+       "view_stand_in_tracked": gc.is_tracked(tuple.__getitem__(view._saved_args, 0))}
+kw["extra"] = [1]  # a tracked value: CPython's dict rule tracks the dict again
+out["kwargs_tracked_after_insert"] = gc.is_tracked(kw)
+del kw["extra"]
+y.float().sum().backward()
+out["grads"] = [str(x.grad.dtype), list(x.grad.shape), str(x.grad.device), str(w.grad.dtype), list(w.grad.shape)]
+print(json.dumps(out))
+"""
+
+
+def test_recorded_cuda_casts_and_views_leave_the_collector_alone(tmp_path):
+    """On CUDA (the fake host: the native device fast path records these): an autocast cast's node keeps its
+    {dtype, device} kwargs in an untracked dict (tracked again when a tracked value is put in it), its input's
+    stand-in keeps the source device in a field (no __dict__) and is untracked, as is a view's tuple of args;
+    backward still gives the leaves float32 gradients of their shapes on their device."""
+    (run,) = _fake_host_runs(tmp_path, _UNTRACKED, [{}])
+    assert run["cast"] == "ToCopyBackward0" and run["kwargs"] == ["device", "dtype"]
+    assert run["kwargs_tracked"] is False and run["kwargs_tracked_after_insert"] is True
+    assert run["stand_in"] == ["meta", "cuda:0", {}, False]
+    assert run["view_args_tracked"] is False and run["view_stand_in_tracked"] is False
+    assert run["grads"] == ["ember.float32", [2, 3, 4], "cuda:0", "ember.float32", [8, 4]]
+
+
+_COLUMNS = _RECORDED_HOST + r"""
+import os
+from ember._cuda import _reduce
+
+if os.environ.get("COL_PLAIN"):
+    class _Never(dict):  # no plan is ever found: every column reduction makes its plan afresh
+        def get(self, key, default=None):
+            return None
+
+        def __setitem__(self, key, value):
+            pass
+
+    _reduce._COL_PLANS = _Never()
+ember.manual_seed(0)
+bf = ember.bfloat16
+shapes = []
+for round_ in range(2):  # the second round finds the first round's plans
+    g = ember.randn(512, 768).to("cuda")
+    outs = [g.sum(0), g.to(bf).sum(0), g.mean(0), ember.nansum(g, 0), g[:40, :300].sum(0),
+            ember.randn(3, 64, 10).to("cuda").sum(1), g.sum(0, keepdim=True)]
+    s = ember.cuda.Stream(_handle=0x5150)
+    with ember.cuda.stream(s):
+        outs.append(g.sum(0))
+    x = ember.randn(16, 768).to("cuda").requires_grad_()
+    w, b = ember.ones(768, device="cuda", requires_grad=True), ember.zeros(768, device="cuda", requires_grad=True)
+    ember.nn.functional.layer_norm(x, (768,), w, b).sum().backward()  # its weight and bias gradients' sums
+    outs += [w.grad, b.grad]
+    if round_ == 1:
+        plans = len(_reduce._COL_PLANS)
+        _reduce.COL_CONFIG.update(bk=64, ppsm=2)  # a sweep's change: the plans made before must not be used
+        emptied = len(_reduce._COL_PLANS) == 0
+        outs.append(g.sum(0))
+        _reduce.COL_CONFIG.update(bk=128, ppsm=8)
+    shapes.append([[list(o.shape), str(o.dtype)] for o in outs])
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"shapes": shapes, "log": log, "plans": plans, "emptied": emptied}))
+"""
+
+
+@_NATIVE
+def test_column_reduction_plans_launch_as_the_search(tmp_path):
+    """Column reductions (bias/LayerNorm gradient sums: split into partials or not, scaled for mean, nansum's
+    partials summed, a side stream) launch from their cached plan what the block/split search launches (every
+    argument byte, grid, stream); a change of COL_CONFIG empties the plans, so a sweep's setting is used."""
+    planned, plain = _fake_host_runs(tmp_path, _COLUMNS, [{}, {"COL_PLAIN": "1"}])
+    assert planned["plans"] >= 5 and plain["plans"] == 0 and planned["emptied"]
+    assert planned["shapes"] == plain["shapes"]
+    assert len(planned["log"]) >= 30 and planned["log"] == plain["log"]
+    grids = {tuple(entry[1]) for entry in planned["log"]}
+    assert len(grids) >= 4  # (the geometries differ: split and unsplit passes, the changed block width)

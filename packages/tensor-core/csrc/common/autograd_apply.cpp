@@ -128,7 +128,8 @@ static PyObject* native_formula(PyObject* backward, PyObject* grads, PyObject* a
     PyObject* margs[3] = {g, PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2)};
     r = PyObject_VectorcallMethod(s_transpose, margs, 3, nullptr);
   } else {
-    PyObject* device = PyObject_GetAttr(src, s_src_device);
+    PyObject* sd = reinterpret_cast<TensorObject*>(src)->src_device;  // (src is a tensor: checked above)
+    PyObject* device = sd != nullptr ? Py_NewRef(sd) : PyObject_GetAttr(src, s_src_device);
     if (device == nullptr) {
       if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return nullptr;
       PyErr_Clear();

@@ -138,15 +138,25 @@ int set_grad_enabled(PyObject* value) {
   return PyObject_SetAttr(g_dispatch.grad_state, s_grad_enabled, value);
 }
 
-// The keyword arguments as a dict (a node's `_kwargs`; none of them a tensor here).
+// The keyword arguments as a dict (a node's `_kwargs`; none of them a tensor here). A dict holding only
+// untracked values, dtypes and devices (autocast's casts: {dtype, device}, ~120 per GPT-2 forward, alive
+// until backward) cannot be part of a cycle: it is untracked, as CPython untracks a dict of atoms at a
+// collection (a dtype or device is tracked, but leads to nothing that could hold the dict). A later
+// insertion of a tracked value tracks it again (CPython's own rule for dicts).
 PyObject* kwargs_dict(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* d = PyDict_New();
   if (d == nullptr || kwnames == nullptr) return d;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i)
-    if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+  bool atoms = true;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+    PyObject* v = args[nargs + i];
+    if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, i), v) < 0) {
       Py_DECREF(d);
       return nullptr;
     }
+    atoms = atoms && (!PyObject_GC_IsTracked(v) || (cpu_device() != nullptr && Py_TYPE(v) == Py_TYPE(cpu_device())) ||
+                      (dtype_object(0) != nullptr && Py_TYPE(v) == Py_TYPE(dtype_object(0))));
+  }
+  if (atoms && PyObject_GC_IsTracked(d)) PyObject_GC_UnTrack(d);
   return d;
 }
 

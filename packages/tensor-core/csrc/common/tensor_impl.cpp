@@ -331,6 +331,7 @@ PlainField f_grad{"grad", offsetof(TensorObject, grad)};
 PlainField f_grad_fn{"grad_fn", offsetof(TensorObject, grad_fn)};
 PlainField f_base{"_base", offsetof(TensorObject, base)};
 PlainField f_autograd_meta{"_autograd_meta", offsetof(TensorObject, autograd_meta)};
+PlainField f_src_device{"_src_device", offsetof(TensorObject, src_device)};
 
 // -- fields with C mirrors ------------------------------------------------------------------------
 
@@ -625,6 +626,8 @@ PyGetSetDef tensor_getset[] = {
     {"_unrecorded_chain", get_unrecorded_chain, set_unrecorded_chain,
      "Whether this view was recorded from a view made without recording.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
+    {"_src_device", get_plain, set_plain, "The device the tensor an autograd stand-in stands for lives on.",
+     &f_src_device},
     {"shape", get_public_shape, nullptr, "The tensor's sizes (an ember.Size).", nullptr},
     {"_version", get_version, nullptr, "The version counter's value (bumped by every in-place write).", nullptr},
     {"_version_value", get_version_value, nullptr, "The version counter's value, inference tensors included.",
@@ -649,6 +652,7 @@ int tensor_traverse(PyObject* o, visitproc visit, void* arg) {
   Py_VISIT(self->base);
   Py_VISIT(self->autograd_meta);
   Py_VISIT(self->dict);
+  Py_VISIT(self->src_device);
   return 0;
 }
 
@@ -671,6 +675,7 @@ int tensor_clear(PyObject* o) {
   Py_CLEAR(self->base);
   Py_CLEAR(self->autograd_meta);
   Py_CLEAR(self->dict);
+  Py_CLEAR(self->src_device);
   return 0;
 }
 

@@ -384,10 +384,17 @@ def _edges(args, name: str = ""):
 _NO_DATA = _C.Storage.meta(0)
 
 
+_C_STAND_IN = getattr(_C, "_autograd_stand_in", None)  # (a core built without it: made here)
+
+
 def _stand_in(a):
     """What a ``meta_only`` formula gets for a tensor (or tensor list) argument: a data-less meta
     tensor with its shape, strides, offset and dtype, which no later in-place write invalidates."""
     if isinstance(a, Tensor):
+        if _C_STAND_IN is not None:  # the native recorder's, untracked by the collector
+            t = _C_STAND_IN(a)
+            if t is not None:
+                return t
         t = make_tensor(_NO_DATA, a._shape, a._stride, a._offset, a.dtype, META)
         t._src_device = a._device  # the device the real argument lives on (_to_copy's backward)
         return t

@@ -220,17 +220,41 @@ def _reduce_dense(kind: str, x, outer: int, n: int, inner: int, out, acc, scale:
     if inner == 1:
         _rows(kind, x, outer, n, out, acc, scale, index, stream)
         return
-    bk = next(b for b in (COL_CONFIG["bk"], 64, 16) if inner >= b or b == 16)
-    split = col_split(outer, n, inner, bk, _sms(index))
+    x_dtype = x.dtype
+    key = (kind, x_dtype, out.dtype, acc, scale != 1.0, outer, n, inner, index)
+    plan = _COL_PLANS.get(key)
+    if plan is None:
+        plan = _COL_PLANS[key] = _col_plan(kind, x_dtype, out.dtype, acc, scale != 1.0, outer, n, inner, index)
+    split, first, first_grid, second, second_grid = plan
+    src = x._storage._ptr + x._offset * x_dtype.itemsize
+    dst = out._storage._ptr + out._offset * out.dtype.itemsize
     if split > 1:
         # Few column blocks over many rows (a bias gradient: 8192 rows, 12 blocks of 64 columns): each
         # block's rows are cut into `split` chunks reduced in parallel into partials (the same kernel
         # over outer * split groups of n // split rows), then the partials are reduced.
         partial = new_empty_tensor((outer * split, inner), acc, x._device)
-        _col(kind, x, outer * split, n // split, inner, partial, acc, 1.0, bk, index, stream)
-        _col(_PARTIALS.get(kind, kind), partial, outer, split, inner, out, acc, scale, bk, index, stream)
+        mid = partial._storage._ptr  # (fresh: offset 0)
+        first(first_grid, stream, src, mid, n // split, inner, 1.0)
+        second(second_grid, stream, mid, dst, split, inner, float(scale))
         return
-    _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream)
+    first(first_grid, stream, src, dst, n, inner, float(scale))
+
+
+# The column reductions' launch plans, by (kind, dtypes, accumulator, scaled, outer, n, inner, device): how
+# many chunks the rows are split into and the launcher and grid of each pass, as _col_plan finds them from
+# COL_CONFIG (~100 column reductions a GPT-2 step, the bias and LayerNorm gradients, all of a few geometries:
+# the plan saves each the block/split search and two launcher look-ups). Emptied when COL_CONFIG changes.
+_COL_PLANS: dict = {}
+
+
+def _col_plan(kind, x_dtype, out_dtype, acc, scaled: bool, outer: int, n: int, inner: int, index: int) -> tuple:
+    """(split, first launcher, its grid, second launcher or None, its grid) of a column reduction."""
+    bk = next(b for b in (COL_CONFIG["bk"], 64, 16) if inner >= b or b == 16)
+    split = col_split(outer, n, inner, bk, _sms(index))
+    if split > 1:
+        return (split, *_col_launch(kind, x_dtype, acc, acc, outer * split, n // split, inner, False, bk, index),
+                *_col_launch(_PARTIALS.get(kind, kind), acc, out_dtype, acc, outer, split, inner, scaled, bk, index))
+    return (1, *_col_launch(kind, x_dtype, out_dtype, acc, outer, n, inner, scaled, bk, index), None, None)
 
 
 # How the partials of a split reduction combine (nansum's partials hold no NaN it should skip).
@@ -240,7 +264,50 @@ _PARTIALS = {"nansum": "sum"}
 # sweep it: bench_cuda_gpt2_kernels.py --tune). Swept on an H200 over GPT-2's bias gradients (8192 rows
 # by 768/2304/3072 columns, bf16 and fp32): this one 1.26-1.89x PyTorch's time, where the former
 # (bn 32, bk 64, 4 warps, 2 stages, 2 per SM, 256 rows) was 0.54-1.47x.
-COL_CONFIG = {"bn": 32, "bk": 128, "warps": 4, "stages": 3, "ppsm": 8, "min_rows": 64}
+class _PlannedConfig(dict):
+    """COL_CONFIG: a dict whose every change empties the launch plans made from it (_COL_PLANS)."""
+
+    def _changed(self):
+        _COL_PLANS.clear()
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self._changed()
+
+    def __ior__(self, other):
+        super().__ior__(other)
+        self._changed()
+        return self
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        self._changed()
+
+    def pop(self, *args):
+        value = super().pop(*args)
+        self._changed()
+        return value
+
+    def popitem(self):
+        item = super().popitem()
+        self._changed()
+        return item
+
+    def setdefault(self, key, default=None):
+        value = super().setdefault(key, default)
+        self._changed()
+        return value
+
+    def clear(self):
+        super().clear()
+        self._changed()
+
+
+COL_CONFIG = _PlannedConfig(bn=32, bk=128, warps=4, stages=3, ppsm=8, min_rows=64)
 
 
 def col_split(outer: int, n: int, inner: int, bk: int, sms: int) -> int:
@@ -263,13 +330,12 @@ def _sms(index: int) -> int:
     return sms
 
 
-def _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream) -> None:
+def _col_launch(kind, x_dtype, out_dtype, acc, outer, n, inner, scaled: bool, bk, index) -> tuple:
+    """(launcher, grid) of a column pass: ``outer`` groups of ``n`` rows by ``inner`` columns."""
     bn = COL_CONFIG["bn"] if n >= COL_CONFIG["bn"] else 8
-    launcher = _launcher("col", kind, x.dtype, out.dtype, acc, (("BN", bn), ("BK", bk), ("SCALED", scale != 1.0)),
+    launcher = _launcher("col", kind, x_dtype, out_dtype, acc, (("BN", bn), ("BK", bk), ("SCALED", scaled)),
                          (), COL_CONFIG["warps"], COL_CONFIG["stages"], index)
-    # (_ptr of x and out inline: ~200 column passes a GPT-2 step)
-    launcher((outer, (inner + bk - 1) // bk, 1), stream, x._storage._ptr + x._offset * x.dtype.itemsize,
-             out._storage._ptr + out._offset * out.dtype.itemsize, n, inner, float(scale))
+    return launcher, (outer, (inner + bk - 1) // bk, 1)
 
 
 # Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
