@@ -32,6 +32,9 @@ PROGRAMS = [
     ("spawn_errors.py", 1),  # mp.spawn: a rank raising or exiting, join=False, argument checks
     ("join_tutorial.py", 1),  # the Join tutorial: DDP + ZeroRedundancyOptimizer, a custom Joinable
     ("collectives_more.py", 3),  # p2p with tags, reduce_scatter lists, uneven all_gather, dtypes, a ring
+    ("groups_objects.py", 4),  # new_subgroups / by_enumeration, object collectives in groups, bitwise ops
+    ("ddp_variants.py", 2),  # static_graph, gradient_as_bucket_view, tied weights, no_sync == one step
+    ("fsdp1_train.py", 2),  # FSDP1 auto_wrap_policy, clip, state_dict_type, FSDP.optim_state_dict round trip
 ]
 
 
