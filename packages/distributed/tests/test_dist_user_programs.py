@@ -96,3 +96,37 @@ def test_pytorchs_own_torchrun_launches_an_ember_program(tmp_path):
     differing = [(r, i, a, b) for r in (0, 1) for i, (a, b) in enumerate(zip(ours.get(r, []), theirs[r])) if a != b]
     assert not differing and [len(ours.get(r, [])) for r in (0, 1)] == [len(theirs[r]) for r in (0, 1)], \
         f"{differing[:5]}\n{done.stdout[-2000:]}"
+
+
+_DISAGREEING = {  # case: (each rank's collective, what its message names)
+    "shape": ("all_reduce", "rank {r} runs all_reduce(SUM) of {n} float32 elements"),
+    "dtype": ("all_reduce", "rank {r} runs all_reduce(SUM) of 4 {d} elements"),
+    "broadcast_shape": ("broadcast", "rank {r} runs broadcast of {b} float32 elements with root 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DISAGREEING))
+def test_ranks_disagreeing_on_a_collective_both_raise_naming_the_difference(case):
+    # gloo aborts the process whose receive does not fit ("op.preamble.length <= op.nbytes") and
+    # fails the other with "Connection reset by peer" (docs/deviations.md): ember raises on both
+    ours, codes, log = run_program("hostile_mismatch.py", "ember", 2, limit=60, args=(case,),
+                                   extra_env={"SHOW_MESSAGE": "1"})
+    assert codes == [0, 0], log
+    op, names = _DISAGREEING[case]
+    for r in (0, 1):
+        (line,) = ours[r]
+        expected = names.format(r=r, n=4 + r, d=("float32", "float64")[r], b=(6, 3)[r])
+        assert line.startswith(f"{op}: DistBackendError (RuntimeError) '{op}: mismatched collectives"), line
+        assert expected in line and line.endswith("within the timeout's margin: True"), line
+
+
+@pytest.mark.parametrize("case,op", [("dead_rank", "all_reduce"), ("dead_rank_p2p", "recv")])
+def test_a_rank_that_dies_fails_its_peer_within_the_timeout_as_gloo(case, op):
+    ours, codes, log = run_program("hostile_mismatch.py", "ember", 2, limit=60, args=(case,),
+                                   extra_env={"SHOW_MESSAGE": "1"})
+    theirs, their_codes, _ = run_program("hostile_mismatch.py", "torch", 2, limit=60, args=(case,))
+    assert codes == their_codes == [0, 3], log
+    assert theirs == {0: [f"{op}: RuntimeError (RuntimeError), within the timeout's margin: True"]}
+    (line,) = ours[0]
+    assert line.startswith(f"{op}: DistBackendError (RuntimeError) '{op} failed on rank 0: rank 1 died"), line
+    assert line.endswith("within the timeout's margin: True") and 1 not in ours, log
