@@ -34,6 +34,7 @@ PROGRAMS = [
     ("collectives_more.py", 3),  # p2p with tags, reduce_scatter lists, uneven all_gather, dtypes, a ring
     ("groups_objects.py", 4),  # new_subgroups / by_enumeration, object collectives in groups, bitwise ops
     ("ddp_variants.py", 2),  # static_graph, gradient_as_bucket_view, tied weights, no_sync == one step
+    ("dtensor_ops_tour.py", 3),  # placements of matmul/reductions/views, uneven shards, from_local checks
     ("fsdp1_train.py", 2),  # FSDP1 auto_wrap_policy, clip, state_dict_type, FSDP.optim_state_dict round trip
 ]
 
