@@ -131,3 +131,12 @@ def test_a_rank_that_dies_fails_its_peer_within_the_timeout_as_gloo(case, op):
     (line,) = ours[0]
     assert line.startswith(f"{op}: DistBackendError (RuntimeError) '{op} failed on rank 0: rank 1 died"), line
     assert line.endswith("within the timeout's margin: True") and 1 not in ours, log
+
+
+def test_a_checkpoint_saved_at_three_ranks_loads_at_two_as_pytorch(tmp_path):
+    # each library reads its own checkpoint (the formats differ: docs/deviations.md)
+    for phase, nprocs in (("save", 3), ("load", 2)):
+        theirs, their_codes, _ = run_program("dcp_worlds.py", "torch", nprocs, limit=90, args=(phase, str(tmp_path)))
+        ours, codes, log = run_program("dcp_worlds.py", "ember", nprocs, limit=90, args=(phase, str(tmp_path)))
+        assert codes == their_codes == [0] * nprocs, log
+        assert ours == theirs, f"{phase}: {ours} != {theirs}\n{log}"
