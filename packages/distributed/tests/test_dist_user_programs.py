@@ -35,6 +35,7 @@ PROGRAMS = [
     ("groups_objects.py", 4),  # new_subgroups / by_enumeration, object collectives in groups, bitwise ops
     ("ddp_variants.py", 2),  # static_graph, gradient_as_bucket_view, tied weights, no_sync == one step
     ("dtensor_ops_tour.py", 3),  # placements of matmul/reductions/views, uneven shards, from_local checks
+    ("init_methods.py", 2),  # env:// / tcp:// / file:// / store inits, elastic queries, env:// missing vars
     ("fsdp1_train.py", 2),  # FSDP1 auto_wrap_policy, clip, state_dict_type, FSDP.optim_state_dict round trip
 ]
 

@@ -83,10 +83,10 @@ def init_process_group(
     if store is not None and init_method is not None:
         raise AssertionError("Cannot specify both init_method and store.")  # PyTorch's assert
     if store is not None:
-        if world_size <= 0:
-            raise ValueError("world_size must be positive if using store")
+        if world_size <= 0:  # PyTorch's asserts
+            raise AssertionError("world_size must be positive if using store")
         if rank < 0:
-            raise ValueError("rank must be non-negative if using store")
+            raise AssertionError("rank must be non-negative if using store")
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     devices = device_backends(backend)
