@@ -54,12 +54,16 @@ def test_init_waiting_for_a_rank_that_never_comes_times_out_as_pytorch():
                                   "initialized False"]}
 
 
-def test_monitored_barrier_with_a_late_rank_raises_as_pytorch():
-    ours, codes, log = run_program("hostile_timeouts.py", "ember", 2, limit=60, args=("monitored_barrier",))
-    theirs, _, _ = run_program("hostile_timeouts.py", "torch", 2, limit=60, args=("monitored_barrier",))
-    assert codes == [0, 0], log
-    assert ours == theirs == {0: ["monitored_barrier: RuntimeError (RuntimeError), within the timeout's margin: True"],
-                              1: ["slept past the timeout"]}
+@pytest.mark.parametrize("case,nprocs,late", [("monitored_barrier", 2, "Rank 1"),
+                                               ("monitored_barrier_all", 3, "Ranks 1, 2")])
+def test_monitored_barrier_with_late_ranks_names_them_as_pytorch(case, nprocs, late):
+    shown = {"SHOW_MESSAGE": "1"}
+    ours, codes, log = run_program("hostile_timeouts.py", "ember", nprocs, limit=60, args=(case,), extra_env=shown)
+    theirs, _, _ = run_program("hostile_timeouts.py", "torch", nprocs, limit=60, args=(case,), extra_env=shown)
+    assert codes == [0] * nprocs, log
+    message = f"'[Rank 0]: {late} failed to pass monitoredBarrier in 3000 ms'"
+    assert ours == theirs == {0: [f"monitored_barrier: RuntimeError (RuntimeError) {message}, within the timeout's "
+                                  "margin: True"], **{r: ["slept past the timeout"] for r in range(1, nprocs)}}
 
 
 def test_a_skipped_collective_times_out_with_a_runtime_error():
