@@ -36,6 +36,7 @@ PROGRAMS = [
     ("ddp_variants.py", 2),  # static_graph, gradient_as_bucket_view, tied weights, no_sync == one step
     ("dtensor_ops_tour.py", 3),  # placements of matmul/reductions/views, uneven shards, from_local checks
     ("init_methods.py", 2),  # env:// / tcp:// / file:// / store inits, elastic queries, env:// missing vars
+    ("hostile_args.py", 2),  # bad group/rank/list arguments, gather_object checks, DistributedSampler options
     ("fsdp1_train.py", 2),  # FSDP1 auto_wrap_policy, clip, state_dict_type, FSDP.optim_state_dict round trip
 ]
 
@@ -145,3 +146,16 @@ def test_a_checkpoint_saved_at_three_ranks_loads_at_two_as_pytorch(tmp_path):
         ours, codes, log = run_program("dcp_worlds.py", "ember", nprocs, limit=90, args=(phase, str(tmp_path)))
         assert codes == their_codes == [0] * nprocs, log
         assert ours == theirs, f"{phase}: {ours} != {theirs}\n{log}"
+
+
+def test_bad_peers_and_destroyed_groups_raise_at_once():
+    # gloo waits out the timeout for a send to a rank outside the world (DistStoreError on the
+    # peer's key), IndexErrors on an empty batch_isend_irecv and lets a destroyed subgroup's
+    # collective through: ember's answers (docs/deviations.md)
+    ours, codes, log = run_program("hostile_args.py", "ember", 2, limit=60, args=("ember_only",))
+    assert codes == [0, 0], log
+    assert ours == {r: ["send dst out of range: RuntimeError: invalid root rank: 2",
+                        "isend dst negative: RuntimeError: invalid root rank: -1",
+                        "batch_isend_irecv empty: []",
+                        "collective on a destroyed group: ValueError: Invalid process group specified: it was destroyed",
+                        "world still works: ok"] for r in (0, 1)}, log

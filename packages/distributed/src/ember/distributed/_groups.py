@@ -234,8 +234,9 @@ def resolve(group) -> ProcessGroup:
         return pg
     if is_non_member(group):
         raise ValueError("Invalid process group specified: this rank is not a member of the group")
-    if not isinstance(group, ProcessGroup):
-        raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    if not isinstance(group, ProcessGroup):  # PyTorch's check: a ValueError
+        raise ValueError(f"Process group {group} is not initialized in the world group map. Please initialize the "
+                         "group first.")
     if group.size() == 0 or group._engine.comm is None:
         raise ValueError("Invalid process group specified: it was destroyed")
     return group
@@ -346,16 +347,23 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
     return mine, subgroups
 
 
+def _registered(group):
+    """The rank queries' check (PyTorch looks the group up among those new_group made)."""
+    if group is not None and group is not GroupMember.WORLD and not isinstance(group, ProcessGroup):
+        raise ValueError(f"Group {group} is not registered, please create group with torch.distributed.new_group API")
+    return group
+
+
 def get_rank(group=None) -> int:
     if is_non_member(group):
         return -1
-    return resolve(group).rank()
+    return resolve(_registered(group)).rank()
 
 
 def get_world_size(group=None) -> int:
     if is_non_member(group):
         return -1
-    return resolve(group).size()
+    return resolve(_registered(group)).size()
 
 
 def get_backend(group=None) -> str:
@@ -369,7 +377,7 @@ def get_process_group_ranks(group) -> list[int]:
 def get_global_rank(group, group_rank: int) -> int:
     if group is GroupMember.WORLD and group is not None:
         return group_rank  # PyTorch: the identity on the default group, unchecked
-    pg = resolve(group)
+    pg = resolve(_registered(group))
     if not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
     return pg._ranks[group_rank]
@@ -378,7 +386,7 @@ def get_global_rank(group, group_rank: int) -> int:
 def get_group_rank(group, global_rank: int) -> int:
     if group is GroupMember.WORLD and group is not None:
         return global_rank
-    pg = resolve(group)
+    pg = resolve(_registered(group))
     if global_rank not in pg._ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
     return pg._ranks.index(global_rank)
