@@ -37,6 +37,7 @@ PROGRAMS = [
     ("dtensor_ops_tour.py", 3),  # placements of matmul/reductions/views, uneven shards, from_local checks
     ("init_methods.py", 2),  # env:// / tcp:// / file:// / store inits, elastic queries, env:// missing vars
     ("hostile_args.py", 2),  # bad group/rank/list arguments, gather_object checks, DistributedSampler options
+    ("fsdp2_options.py", 2),  # reshard_after_forward, shard_placement_fn, output_dtype, prefetch, unshard()
     ("fsdp1_train.py", 2),  # FSDP1 auto_wrap_policy, clip, state_dict_type, FSDP.optim_state_dict round trip
 ]
 
