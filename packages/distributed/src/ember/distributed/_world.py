@@ -122,6 +122,7 @@ def init_process_group(
     _world.default_pg = pg
     _world.groups = [pg]
     _world.group_count = 1
+    _world.non_member_ranks = None
     GroupMember.WORLD = _groups.group.WORLD = pg
     atexit.register(_say_goodbye)
     if device_id is not None and "cuda" in devices:
