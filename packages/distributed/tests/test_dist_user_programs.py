@@ -158,5 +158,6 @@ def test_bad_peers_and_destroyed_groups_raise_at_once():
     assert ours == {r: ["send dst out of range: RuntimeError: invalid root rank: 2",
                         "isend dst negative: RuntimeError: invalid root rank: -1",
                         "batch_isend_irecv empty: []",
-                        "collective on a destroyed group: ValueError: Invalid process group specified: it was destroyed",
+                        "collective on a destroyed group: ValueError: Invalid process group specified: it was "
+                        "destroyed",
                         "world still works: ok"] for r in (0, 1)}, log

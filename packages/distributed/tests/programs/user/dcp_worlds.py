@@ -65,8 +65,9 @@ def main():
         future.result()
         say("async_save done", future.done())
         table = torch.arange(7 * 4, dtype=torch.float32).reshape(7, 4)
-        dcp.save({"rows": distribute_tensor(table, mesh, [Shard(0)]), "cols": distribute_tensor(table, mesh, [Shard(1)]),
-                  "step": 3}, checkpoint_id=os.path.join(folder, "tables"))
+        tables = {"rows": distribute_tensor(table, mesh, [Shard(0)]),
+                  "cols": distribute_tensor(table, mesh, [Shard(1)])}
+        dcp.save({**tables, "step": 3}, checkpoint_id=os.path.join(folder, "tables"))
         say("saved", sorted(os.listdir(folder)))
     else:
         model_sd, optim_sd = get_state_dict(model, opt)

@@ -66,7 +66,7 @@ def train(rank, label, model, steps, make_batch, **fwd):
 
 def main():
     dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
 
     def batch(step):
         g = torch.Generator().manual_seed(100 * step + rank)

@@ -75,7 +75,7 @@ def main():
         for epoch in range(2):
             sampler.set_epoch(epoch)
             orders.append(list(sampler))
-        say(f"sampler {sorted(kwargs.items())}", lambda: (len(sampler), orders))
+        say(f"sampler {sorted(kwargs.items())}", lambda sampler=sampler, orders=orders: (len(sampler), orders))
     say("sampler from the group", lambda: (len(DistributedSampler(data)), list(DistributedSampler(data))))
     dist.barrier()
     dist.destroy_process_group()

@@ -559,7 +559,7 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
         by_name = {_fqn(model, n): p for n, p in model.named_parameters()}
         index = {}
         groups = []
-        for group_now, saved in zip(optim.param_groups, optim_state_dict["param_groups"]):
+        for saved in optim_state_dict["param_groups"]:
             entry = {k: v for k, v in saved.items() if k != "params"}
             entry["params"] = []
             for name in saved["params"]:
