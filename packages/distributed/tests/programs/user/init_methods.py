@@ -1,8 +1,9 @@
 """The ways torchrun-launched (and hand-launched) programs start their process group, at 2 ranks
 with torchrun's environment: env:// spelled out, a tcp:// address with explicit rank and
 world_size, a shared file://, a TCPStore made by hand, the elastic queries
-(is_torchelastic_launched, get_node_local_rank), and env:// with the environment incomplete or
-contradicting the arguments."""
+(is_torchelastic_launched, get_node_local_rank), the names programs import from
+torch.distributed.distributed_c10d, and env:// with the environment incomplete or contradicting
+the arguments."""
 
 import os
 import sys
@@ -16,6 +17,7 @@ if os.environ.get("DIST_LIB", "ember") != "torch":
 
 import torch
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import GroupMember, _get_default_group, _rank_not_in_group
 
 PORT = int(sys.argv[1])
 RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -43,7 +45,13 @@ def attempt(label, **kwargs):
 
 
 say("torchelastic launched", dist.is_torchelastic_launched())
+try:
+    _get_default_group()
+except ValueError as err:
+    say("default group before init", str(err))
 dist.init_process_group("gloo", init_method="env://", timeout=TIMEOUT)
+pg = _get_default_group()
+say("default group", [pg is GroupMember.WORLD, pg.size(), pg.rank(), _rank_not_in_group(pg), _rank_not_in_group(None)])
 say("node local rank", dist.get_node_local_rank())
 check("env://")
 attempt("tcp://", backend="gloo", init_method=f"tcp://127.0.0.1:{PORT + 2}", rank=RANK, world_size=WORLD,
@@ -72,3 +80,9 @@ try:
     dist.get_node_local_rank()
 except Exception as err:  # noqa: BLE001 - the type and message head are what the program prints
     say("get_node_local_rank no fallback", f"{type(err).__name__}: {str(err)[:60]}")
+
+# last: PyTorch's next env:// group on MASTER_PORT would meet these subgroups' store keys
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{PORT + 5}", rank=RANK, world_size=WORLD, timeout=TIMEOUT)
+groups = [dist.new_group([0]), dist.new_group([1])]  # every rank makes both, in one order
+say("outside", [[_rank_not_in_group(g), g is GroupMember.NON_GROUP_MEMBER] for g in groups])
+dist.destroy_process_group()
