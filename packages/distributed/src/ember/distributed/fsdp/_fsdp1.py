@@ -104,6 +104,11 @@ class FullOptimStateDictConfig(OptimStateDictConfig):
     rank0_only: bool = False
 
 
+@dataclass
+class ShardedOptimStateDictConfig(OptimStateDictConfig):
+    _use_dtensor: bool = False
+
+
 StateDictSettings = namedtuple("StateDictSettings", ["state_dict_type", "state_dict_config", "optim_state_dict_config"])
 
 _SUMMONED = [0]  # summon_full_params contexts open
@@ -377,7 +382,9 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
         default = (FullStateDictConfig if state_dict_type is StateDictType.FULL_STATE_DICT
                    else ShardedStateDictConfig)
         config = state_dict_config if state_dict_config is not None else default()
-        optim = optim_state_dict_config if optim_state_dict_config is not None else FullOptimStateDictConfig()
+        optim_default = (FullOptimStateDictConfig if state_dict_type is StateDictType.FULL_STATE_DICT
+                         else ShardedOptimStateDictConfig)
+        optim = optim_state_dict_config if optim_state_dict_config is not None else optim_default()
         mods = FullyShardedDataParallel.fsdp_modules(module)
         previous = StateDictSettings(*mods[0]._fsdp1_sd) if mods else None
         for m in mods:
