@@ -10,6 +10,7 @@
     nox -s demo          the main job: install the wheels and train examples/train_digits.py
     nox -s fuzz          the differential fuzzer (ember vs PyTorch) with many examples (hypothesis 'deep')
     nox -s sanitize      tensor-core's tests on an AddressSanitizer + UBSan build of ember._C (slow)
+    nox -s distributed_full  distributed's tests with the multi-process runs CI skips (EMBER_TEST_DIST_FULL=1)
 
 Native code is compiled only by `wheels` (and `build`). Every other session `requires` it and
 installs the finished wheels, so one nox invocation compiles the extension at most once, and
@@ -292,6 +293,15 @@ def fuzz100k(session: nox.Session) -> None:
     seed = os.environ.get("EMBER_FUZZ_SEED", "17")
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", f"--hypothesis-seed={seed}",
                 "--hypothesis-show-statistics", *[str(ROOT / t) for t in FUZZ_TESTS], *session.posargs, env=env)
+
+
+@nox.session(requires=["wheels"])
+def distributed_full(session: nox.Session) -> None:
+    """distributed's tests with EMBER_TEST_DIST_FULL=1: the 4- and 8-process PyTorch-oracle runs and
+    the user programs CI leaves out (its 2 cores and 30 minutes); `-- -k user_programs` for those alone."""
+    _install_packages(session, list(PACKAGES))
+    env = {**_test_env(), "EMBER_TEST_DIST_FULL": "1"}
+    session.run("python", "-m", "pytest", str(ROOT / "packages/distributed/tests"), *session.posargs, env=env)
 
 
 OPDB_TESTS = ["packages/tensor-core/tests/test_opdb_forward.py", "packages/tensor-core/tests/test_opdb_complete.py",

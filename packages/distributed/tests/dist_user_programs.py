@@ -74,6 +74,10 @@ def compare(program: str, nprocs: int = 1, limit: float = 90, args: tuple = ()):
     theirs, their_codes, their_log = run_program(program, "torch", nprocs, limit, args)
     ours, our_codes, our_log = run_program(program, "ember", nprocs, limit, args)
     diffs = []
+    # a program that never got going (a syntax error, an import) fails alike on both: not a pass
+    silent = [r for r in range(nprocs) if not theirs.get(r)] if nprocs > 1 else ([] if any(theirs.values()) else [0])
+    if silent:
+        diffs.append(f"PyTorch's run printed nothing for ranks {silent}")
     if their_codes != our_codes:
         diffs.append(f"exit codes: ember {our_codes} torch {their_codes}")
     for key in sorted(set(theirs) | set(ours), key=str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import traceback
 from pathlib import Path
 
 import pytest
@@ -89,15 +90,20 @@ def test_bad_checkpoints_raise_without_running_anything(tmp_path):
     import ember
     import ember.distributed.checkpoint as dcp
 
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(dcp.CheckpointException) as caught:  # PyTorch's plan step: "metadata is None"
         dcp.load({"w": ember.zeros(2)}, checkpoint_id=tmp_path, no_dist=True)
+    error, trace = caught.value.failures[0]  # (exception, StackSummary) pairs, as PyTorch's
+    assert type(error) is AssertionError and str(error).startswith("metadata is None; global metadata read failed")
+    assert isinstance(caught.value.__cause__, FileNotFoundError) and isinstance(trace, traceback.StackSummary)
+    assert str(caught.value).startswith("CheckpointException ranks:dict_keys([0])\nTraceback (most recent call")
     dcp.save({"w": ember.arange(4.0), "n": 3}, checkpoint_id=tmp_path, no_dist=True)
     target = {"w": ember.zeros(4), "n": 0}
     dcp.load(target, checkpoint_id=tmp_path, no_dist=True)
     assert target["w"].tolist() == [0.0, 1.0, 2.0, 3.0] and target["n"] == 3
     with pytest.raises(dcp.CheckpointException) as caught:  # PyTorch's planner error, in its plan step's exception
         dcp.load({"w": ember.zeros(5)}, checkpoint_id=tmp_path, no_dist=True)
-    assert repr(caught.value.failures[0]) == "ValueError('Size mismatch between saved ember.Size([4]) and current: " \
+    error, _ = caught.value.failures[0]
+    assert repr(error) == "ValueError('Size mismatch between saved ember.Size([4]) and current: " \
         "ember.Size([5]) for w')"
     with pytest.raises(dcp.CheckpointException, match="expected BytesStorageMetadata"):
         dcp.load({"w": 1}, checkpoint_id=tmp_path, no_dist=True)

@@ -41,8 +41,8 @@ def _finish(work, async_op: bool):
 
 def _group_rank(pg, global_rank, group_rank, name: str) -> int:
     if group_rank is not None:
-        if global_rank is not None and pg._ranks[group_rank] != global_rank:
-            raise ValueError(f"Can not specify both {name} and group_{name}")
+        if global_rank is not None:  # PyTorch refuses both even when they agree
+            raise ValueError("Can't specify both group_rank and global_rank")
         rank = int(group_rank)
     else:
         if global_rank not in pg._ranks:

@@ -206,6 +206,9 @@ class _World:
         self.group_count = 0
         self.world_comm = None
         self.control_comm = None  # makes communicators, runs no collective (``init_process_group``)
+        # PyTorch keys a group's ranks by the group, and every group a rank is not in is the one
+        # NON_GROUP_MEMBER key: the rank queries on it answer for the last such group made
+        self.non_member_ranks: list[int] | None = None
 
 
 _world = _World()
@@ -234,8 +237,9 @@ def resolve(group) -> ProcessGroup:
         return pg
     if is_non_member(group):
         raise ValueError("Invalid process group specified: this rank is not a member of the group")
-    if not isinstance(group, ProcessGroup):
-        raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    if not isinstance(group, ProcessGroup):  # PyTorch's check: a ValueError
+        raise ValueError(f"Process group {group} is not initialized in the world group map. Please initialize the "
+                         "group first.")
     if group.size() == 0 or group._engine.comm is None:
         raise ValueError("Invalid process group specified: it was destroyed")
     return group
@@ -259,6 +263,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     _world.group_count += 1
     me = pg.rank()
     if me not in ranks:
+        _world.non_member_ranks = list(ranks)
         return GroupMember.NON_GROUP_MEMBER
     MPI = _mpi.mpi()
     parent = _world.control_comm
@@ -337,51 +342,76 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
 def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None, pg_options=None,
                                  group_desc=None):
     pg = _require_init()
-    mine, subgroups = None, []
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    mine, subgroups, seen = None, [], {}
     for ranks in ranks_per_subgroup_list:
         sub = new_group(ranks, timeout, backend, pg_options)
         subgroups.append(sub)
+        for rank in ranks:  # PyTorch checks each list once its group is made, so every rank raises alike
+            if rank in seen:
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {seen[rank]} and {ranks}")
+            seen[rank] = ranks
         if pg.rank() in ranks:
             mine = sub
     return mine, subgroups
 
 
+def _registered(group):
+    """The rank queries' check (PyTorch looks the group up among those new_group made)."""
+    if group is not None and group is not GroupMember.WORLD and not isinstance(group, ProcessGroup):
+        raise ValueError(f"Group {group} is not registered, please create group with torch.distributed.new_group API")
+    return group
+
+
 def get_rank(group=None) -> int:
     if is_non_member(group):
         return -1
-    return resolve(group).rank()
+    return resolve(_registered(group)).rank()
 
 
 def get_world_size(group=None) -> int:
     if is_non_member(group):
         return -1
-    return resolve(group).size()
+    return resolve(_registered(group)).size()
 
 
 def get_backend(group=None) -> str:
     return resolve(group)._backend
 
 
+def _ranks_of(group) -> tuple:
+    """(the group's ranks, the group as messages name it); a non-member's answer is PyTorch's."""
+    if is_non_member(group):
+        _require_init()
+        if _world.non_member_ranks is None:
+            raise ValueError(f"Group {group} is not registered, please create group with torch.distributed.new_group "
+                             "API")
+        return _world.non_member_ranks, group
+    pg = resolve(_registered(group))
+    return pg._ranks, pg
+
+
 def get_process_group_ranks(group) -> list[int]:
-    return list(resolve(group)._ranks)
+    return list(_ranks_of(group)[0])
 
 
 def get_global_rank(group, group_rank: int) -> int:
     if group is GroupMember.WORLD and group is not None:
         return group_rank  # PyTorch: the identity on the default group, unchecked
-    pg = resolve(group)
-    if not 0 <= group_rank < pg.size():
-        raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
-    return pg._ranks[group_rank]
+    ranks, named = _ranks_of(group)
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {named}")
+    return ranks[group_rank]
 
 
 def get_group_rank(group, global_rank: int) -> int:
     if group is GroupMember.WORLD and group is not None:
         return global_rank
-    pg = resolve(group)
-    if global_rank not in pg._ranks:
-        raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
-    return pg._ranks.index(global_rank)
+    ranks, named = _ranks_of(group)
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {named}")
+    return list(ranks).index(global_rank)
 
 
 def get_default_backend_for_device(device) -> str:

@@ -78,14 +78,17 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     if dst is None and group_dst is None:
         dst = 0
     root = _group_rank(pg, dst, group_dst, "dst")
+    is_root = pg.rank() == root
+    # checked before any communication, with PyTorch's messages (they name gather's argument)
+    if is_root and not object_gather_list:
+        raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    if not is_root and object_gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     tensor, size = _to_tensor(obj)
     sizes = _sizes(pg, size)
     longest = max(sizes)
     padded = ember.zeros(longest, dtype=ember.uint8)
     padded[:size] = tensor
-    is_root = pg.rank() == root
-    if is_root and object_gather_list is None:
-        raise ValueError("Argument ``object_gather_list`` must be specified on destination rank.")
     out = [ember.empty(longest, dtype=ember.uint8) for _ in sizes] if is_root else None
     gather(padded, out, group=pg, group_dst=root)
     if is_root:

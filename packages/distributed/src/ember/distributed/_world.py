@@ -83,10 +83,10 @@ def init_process_group(
     if store is not None and init_method is not None:
         raise AssertionError("Cannot specify both init_method and store.")  # PyTorch's assert
     if store is not None:
-        if world_size <= 0:
-            raise ValueError("world_size must be positive if using store")
+        if world_size <= 0:  # PyTorch's asserts
+            raise AssertionError("world_size must be positive if using store")
         if rank < 0:
-            raise ValueError("rank must be non-negative if using store")
+            raise AssertionError("rank must be non-negative if using store")
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     devices = device_backends(backend)
@@ -122,6 +122,7 @@ def init_process_group(
     _world.default_pg = pg
     _world.groups = [pg]
     _world.group_count = 1
+    _world.non_member_ranks = None
     GroupMember.WORLD = _groups.group.WORLD = pg
     atexit.register(_say_goodbye)
     if device_id is not None and "cuda" in devices:

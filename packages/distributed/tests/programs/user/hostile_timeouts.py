@@ -2,8 +2,10 @@
 ``missing_rank``: started alone with WORLD_SIZE=2, init waits for a rank that never comes;
 ``skipped_collective``: at 2 ranks, rank 1 never calls an all_reduce rank 0 waits in;
 ``monitored_barrier``: at 2 ranks, rank 1 is late for rank 0's monitored_barrier;
+``monitored_barrier_all``: at 3 ranks, ranks 1 and 2 are late (wait_all_ranks=True names both);
 ``wrong_world_size``: at 2 ranks, rank 1 believes the world has 3.
-Each rank prints the exception type it got and whether it came within the timeout's margin."""
+Each rank prints the exception type it got (with SHOW_MESSAGE set, its first line too) and whether
+it came within the timeout's margin."""
 
 import os
 import sys
@@ -32,6 +34,8 @@ def timed(label, fn):
         outcome = type(err).__name__
         kind = "RuntimeError" if isinstance(err, RuntimeError) else "not RuntimeError"
         outcome += f" ({kind})"
+        if os.environ.get("SHOW_MESSAGE"):
+            outcome += f" {str(err).splitlines()[0][:120]!r}"
     elapsed = time.monotonic() - start
     print(f"[rank {rank}] {label}: {outcome}, within the timeout's margin: {elapsed < TIMEOUT + 20}")
     return outcome
@@ -52,6 +56,14 @@ elif case == "monitored_barrier":
     dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT * 4))
     if rank == 0:
         timed("monitored_barrier", lambda: dist.monitored_barrier(timeout=timedelta(seconds=TIMEOUT)))
+    else:
+        time.sleep(TIMEOUT + 3)
+        print(f"[rank {rank}] slept past the timeout")
+elif case == "monitored_barrier_all":  # at 3 ranks: ranks 1 and 2 are late, rank 0 waits for all
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT * 4))
+    if rank == 0:
+        timed("monitored_barrier", lambda: dist.monitored_barrier(timeout=timedelta(seconds=TIMEOUT),
+                                                                  wait_all_ranks=True))
     else:
         time.sleep(TIMEOUT + 3)
         print(f"[rank {rank}] slept past the timeout")

@@ -14,7 +14,7 @@ from ._planners import DefaultLoadPlanner, DefaultSavePlanner
 from ._save_load import CheckpointException, load, save
 from .stateful import Stateful
 
-state_dict_saver = state_dict_loader = None  # set below: PyTorch's module paths for save/load
+state_dict_saver = state_dict_loader = default_planner = None  # set below: PyTorch's module paths
 
 __all__ = ["CheckpointException", "DefaultLoadPlanner", "DefaultSavePlanner", "FileSystemReader", "FileSystemWriter",
            "Metadata", "Stateful", "async_save", "load", "save"]
@@ -24,9 +24,12 @@ def _aliases():
     import sys
     import types
 
-    for name in ("state_dict_saver", "state_dict_loader"):
+    contents = {"state_dict_saver": {"save": save, "async_save": async_save},
+                "state_dict_loader": {"load": load},
+                "default_planner": {"DefaultSavePlanner": DefaultSavePlanner, "DefaultLoadPlanner": DefaultLoadPlanner}}
+    for name, names in contents.items():
         module = types.ModuleType(f"{__name__}.{name}")
-        module.save, module.load = save, load
+        module.__dict__.update(names)
         sys.modules[module.__name__] = module
         globals()[name] = module
 

@@ -4,6 +4,7 @@ overlap the region its own tensors cover, so a checkpoint loads at any world siz
 from __future__ import annotations
 
 import os
+import traceback
 
 import ember
 
@@ -30,9 +31,14 @@ from .stateful import from_state_dict, to_state_dict
 
 
 class CheckpointException(BaseException):
-    """A checkpoint step failed (PyTorch's type): ``failures`` maps each failed rank to its error."""
+    """A checkpoint step failed (PyTorch's type): ``failures`` maps each failed rank to its
+    (exception, ``traceback.StackSummary``) pair, as PyTorch's; a bare exception given is paired
+    with its own traceback."""
 
     def __init__(self, msg: str, failures: dict):
+        failures = {rank: failure if isinstance(failure, tuple) else
+                    (failure, traceback.extract_tb(failure.__traceback__))
+                    for rank, failure in failures.items()}
         super().__init__(msg, failures)
         self._failures = failures
 
@@ -41,7 +47,13 @@ class CheckpointException(BaseException):
         return self._failures
 
     def __str__(self):
-        return f"CheckpointException ranks:{self._failures!r}"
+        text = f"CheckpointException ranks:{self._failures.keys()}\n"
+        for rank, (exc, trace) in self._failures.items():
+            text += f"Traceback (most recent call last): (RANK {rank})\n"
+            if trace is not None:
+                text += "".join(traceback.format_list(trace))
+            text += "".join(traceback.format_exception_only(type(exc), exc))
+        return text
 
 
 def _distributed(no_dist: bool) -> bool:
@@ -170,7 +182,13 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
     """Fills ``state_dict`` in place from a checkpoint: tensors (plain or DTensor, any layout) are
     copied into, other values replaced. Keys missing from the checkpoint raise."""
     reader = storage_reader or FileSystemReader(_checkpoint_path(checkpoint_id))
-    metadata = reader.read_metadata()
+    try:
+        metadata = reader.read_metadata()
+    except FileNotFoundError as missing:
+        # PyTorch's plan step fails on every rank with "metadata is None; ..." (an AssertionError)
+        rank = _world.get_rank() if _distributed(no_dist) else 0
+        error = AssertionError(f"metadata is None; global metadata read failed: {missing}")
+        raise CheckpointException("plan", {rank: error}) from missing
     original, state_dict = state_dict, to_state_dict(state_dict)
     _load_into(state_dict, metadata, reader, no_dist, getattr(planner, "allow_partial_load", False))
     from_state_dict(original, state_dict)

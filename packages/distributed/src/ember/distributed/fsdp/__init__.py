@@ -10,6 +10,7 @@ from ._fsdp1 import (
     LocalStateDictConfig,
     MixedPrecision,
     OptimStateDictConfig,
+    ShardedOptimStateDictConfig,
     ShardedStateDictConfig,
     ShardingStrategy,
     StateDictConfig,
@@ -21,5 +22,6 @@ from ._policy import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
 
 __all__ = ["BackwardPrefetch", "CPUOffload", "CPUOffloadPolicy", "FSDPModule", "FullOptimStateDictConfig",
            "FullStateDictConfig", "FullyShardedDataParallel", "LocalStateDictConfig", "MixedPrecision",
-           "MixedPrecisionPolicy", "OffloadPolicy", "OptimStateDictConfig", "ShardedStateDictConfig",
-           "ShardingStrategy", "StateDictConfig", "StateDictSettings", "StateDictType", "fully_shard"]
+           "MixedPrecisionPolicy", "OffloadPolicy", "OptimStateDictConfig", "ShardedOptimStateDictConfig",
+           "ShardedStateDictConfig", "ShardingStrategy", "StateDictConfig", "StateDictSettings", "StateDictType",
+           "fully_shard"]

@@ -104,6 +104,11 @@ class FullOptimStateDictConfig(OptimStateDictConfig):
     rank0_only: bool = False
 
 
+@dataclass
+class ShardedOptimStateDictConfig(OptimStateDictConfig):
+    _use_dtensor: bool = False
+
+
 StateDictSettings = namedtuple("StateDictSettings", ["state_dict_type", "state_dict_config", "optim_state_dict_config"])
 
 _SUMMONED = [0]  # summon_full_params contexts open
@@ -377,7 +382,9 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
         default = (FullStateDictConfig if state_dict_type is StateDictType.FULL_STATE_DICT
                    else ShardedStateDictConfig)
         config = state_dict_config if state_dict_config is not None else default()
-        optim = optim_state_dict_config if optim_state_dict_config is not None else FullOptimStateDictConfig()
+        optim_default = (FullOptimStateDictConfig if state_dict_type is StateDictType.FULL_STATE_DICT
+                         else ShardedOptimStateDictConfig)
+        optim = optim_state_dict_config if optim_state_dict_config is not None else optim_default()
         mods = FullyShardedDataParallel.fsdp_modules(module)
         previous = StateDictSettings(*mods[0]._fsdp1_sd) if mods else None
         for m in mods:
@@ -502,18 +509,91 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
 
         return _IncompatibleKeys(missing, unexpected)
 
-    # -- optimizer state dicts: not implemented ---------------------------------------------
+    # -- optimizer state dicts ----------------------------------------------------------------
+    # The optimizer's parameters are the wrappers' sharded DTensors (one per original parameter),
+    # so its state is already per parameter: these only rename it by FQN and gather or lay out
+    # the tensors as the state dict type asks (PyTorch un/flattens its flat parameters here).
     @staticmethod
-    def optim_state_dict(*args, **kwargs):
-        _unsupported("optim_state_dict")
+    def optim_state_dict(model, optim, optim_state_dict=None, group=None):
+        """``optim``'s state keyed by parameter names: whole tensors under FULL_STATE_DICT (``{}``
+        on ranks other than 0 with ``FullOptimStateDictConfig(rank0_only=True)``), this rank's
+        DTensor shards under SHARDED_STATE_DICT."""
+        from ..checkpoint.state_dict import _fqn
+
+        sd_type, _, optim_config = FullyShardedDataParallel.get_state_dict_type(model)
+        if sd_type is StateDictType.LOCAL_STATE_DICT:
+            _unsupported("optim_state_dict under LOCAL_STATE_DICT")
+        full = sd_type is StateDictType.FULL_STATE_DICT
+        rank0_only = getattr(optim_config, "rank0_only", False)
+        if not full and rank0_only:
+            raise AssertionError(f"Expected optim_input to be None and rank0_only to be False, got "
+                                 f"optim_input=None, rank0_only={rank0_only}")
+        if optim_state_dict is None:
+            optim_state_dict = optim.state_dict()
+        params = [p for g in optim.param_groups for p in g["params"]]
+        names = {id(p): _fqn(model, n) for n, p in model.named_parameters()}
+        key_names = [names.get(id(p)) for p in params]
+        state = {}
+        for key, value in optim_state_dict["state"].items():  # every rank gathers: collectives
+            name = key_names[key] if isinstance(key, int) and key < len(key_names) else key
+            state[name] = {k: _state_value(v, full) for k, v in value.items()}
+        if full and rank0_only and _mesh_rank(model) != 0:
+            return {}
+        out = {"state": state}
+        if "param_groups" in optim_state_dict:
+            out["param_groups"] = [{**{k: v for k, v in g.items() if k != "params"},
+                                    "params": [key_names[i] if isinstance(i, int) else i for i in g["params"]]}
+                                   for g in optim_state_dict["param_groups"]]
+        return out
 
     @staticmethod
-    def optim_state_dict_to_load(*args, **kwargs):
-        _unsupported("optim_state_dict_to_load")
+    def optim_state_dict_to_load(model, optim, optim_state_dict, is_named_optimizer=False, load_directly=False,
+                                 group=None):
+        """A state dict keyed by parameter names (``optim_state_dict``'s, possibly through a
+        checkpoint) as ``optim.load_state_dict`` takes it: integer keys, each tensor laid out as
+        its sharded parameter. With ``rank0_only`` only rank 0's copy is read (broadcast)."""
+        from ..checkpoint.state_dict import _fqn, _like_param
+
+        sd_type, _, optim_config = FullyShardedDataParallel.get_state_dict_type(model)
+        if sd_type is StateDictType.LOCAL_STATE_DICT:
+            _unsupported("optim_state_dict_to_load under LOCAL_STATE_DICT")
+        if sd_type is StateDictType.FULL_STATE_DICT and getattr(optim_config, "rank0_only", False):
+            from .._object_collectives import broadcast_object_list
+
+            box = [optim_state_dict if _mesh_rank(model) == 0 else None]
+            broadcast_object_list(box, src=0)
+            optim_state_dict = box[0]
+        by_name = {_fqn(model, n): p for n, p in model.named_parameters()}
+        index = {}
+        groups = []
+        for saved in optim_state_dict["param_groups"]:
+            entry = {k: v for k, v in saved.items() if k != "params"}
+            entry["params"] = []
+            for name in saved["params"]:
+                if name not in by_name:
+                    raise RuntimeError(f"optim_state_dict_to_load: the model has no parameter '{name}'")
+                index.setdefault(name, len(index))
+                entry["params"].append(index[name])
+            groups.append(entry)
+        state = {index[name]: {k: _like_param(v, by_name[name]) for k, v in value.items()}
+                 for name, value in optim_state_dict["state"].items() if name in index}
+        result = {"state": state, "param_groups": groups}
+        if load_directly:
+            optim.load_state_dict(result)
+        return result
 
     @staticmethod
     def full_optim_state_dict(*args, **kwargs):
         _unsupported("full_optim_state_dict")
+
+
+def _state_value(value, full: bool):
+    """One optimizer-state value as ``optim_state_dict`` gives it: a copy (a loaded copy must not
+    share ``step`` with the optimizer it came from, whose step increments it in place), whole
+    under FULL_STATE_DICT."""
+    if isinstance(value, DTensor):
+        return value.full_tensor() if full else value.detach().clone()
+    return value.detach().clone() if isinstance(value, ember.Tensor) else value
 
 
 def _world_group():
