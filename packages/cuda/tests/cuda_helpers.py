@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import math
+
 import numpy as np
 import pytest
 
@@ -46,3 +49,70 @@ def rand(shape, dtype=ember.float32, low=-2.0, high=2.0, seed=0):
     if not dtype.is_floating_point:
         return ember.tensor(g.integers(-5, 6, size=shape)).to(dtype)
     return ember.tensor(g.uniform(low, high, size=shape)).to(dtype)
+
+
+class NumpyCufft:
+    """cuFFT's entry points as _ops_fft calls them, computing with NumPy on host memory: plans record (type,
+    sizes, batch); executions read and write the basic contiguous layout cuFFT's NULL-embed plans use."""
+
+    def __init__(self, work=0):
+        self.plans, self.destroyed, self.work, self.next, self.calls = {}, [], work, 1, []
+
+    def cufftCreate(self, ref):  # noqa: N802 - cuFFT's names
+        ref._obj.value = self.next
+        self.next += 1
+        return 0
+
+    def cufftSetAutoAllocation(self, handle, flag):  # noqa: N802
+        assert flag == 0
+        return 0
+
+    def cufftMakePlanMany64(self, handle, rank, n, inembed, istride, idist, onembed, ostride, odist, kind, batch,  # noqa: N802
+                            work):
+        assert inembed is None and onembed is None and istride == ostride == 1
+        self.plans[handle] = (kind, tuple(n[:rank]), batch)
+        work._obj.value = self.work
+        return 0
+
+    def cufftSetStream(self, handle, stream):  # noqa: N802
+        return 0
+
+    def cufftSetWorkArea(self, handle, ptr):  # noqa: N802
+        assert ptr
+        return 0
+
+    def cufftDestroy(self, handle):  # noqa: N802
+        self.destroyed.append(handle)
+        return 0
+
+    def _array(self, ptr, dtype, shape):
+        count = math.prod(shape) * np.dtype(dtype).itemsize
+        return np.frombuffer((ctypes.c_char * count).from_address(ptr), dtype=dtype).reshape(shape)
+
+    def _run(self, handle, src, dst, direction=None):
+        kind, n, batch = self.plans[handle]
+        self.calls.append((kind, n, batch))
+        axes = tuple(range(1, len(n) + 1))
+        half = n[:-1] + (n[-1] // 2 + 1,)
+        single = kind in (0x29, 0x2A, 0x2C)
+        c, r = (np.complex64, np.float32) if single else (np.complex128, np.float64)
+        if kind in (0x29, 0x69):
+            x = self._array(src, c, (batch,) + n)
+            y = np.fft.fftn(x, axes=axes) if direction == -1 else np.fft.ifftn(x, axes=axes) * math.prod(n)
+        elif kind in (0x2A, 0x6A):
+            x = self._array(src, r, (batch,) + n)
+            y = np.fft.rfftn(x, axes=axes)
+        else:
+            x = self._array(src, c, (batch,) + half)
+            y = np.fft.irfftn(x, s=n, axes=axes) * math.prod(n)
+            x.flags.writeable = True
+            x[...] = np.nan  # cuFFT's c2r overwrites its input
+        out = self._array(dst, y.dtype if kind not in (0x2C, 0x6C) else r, y.shape)
+        out.flags.writeable = True
+        out[...] = y
+        return 0
+
+    def __getattr__(self, name):
+        if name.startswith("cufftExec"):
+            return self._run
+        raise AttributeError(name)

@@ -6,9 +6,7 @@ complex GEMM's arguments). On the GPU (marked ``gpu``): values and gradients aga
 
 from __future__ import annotations
 
-import ctypes
 import json
-import math
 import os
 import subprocess
 import sys
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_helpers import needs_gpu
+from cuda_helpers import NumpyCufft, needs_gpu
 
 import ember
 
@@ -38,78 +36,11 @@ def test_complex_kernels_in_the_interpreter():
 # -- _ops_fft on the CPU, cuFFT replaced by NumPy ------------------------------------------------------------
 
 
-class _NumpyCufft:
-    """cuFFT's entry points as _ops_fft calls them, computing with NumPy on host memory: plans record (type,
-    sizes, batch); executions read and write the basic contiguous layout cuFFT's NULL-embed plans use."""
-
-    def __init__(self, work=0):
-        self.plans, self.destroyed, self.work, self.next, self.calls = {}, [], work, 1, []
-
-    def cufftCreate(self, ref):  # noqa: N802 - cuFFT's names
-        ref._obj.value = self.next
-        self.next += 1
-        return 0
-
-    def cufftSetAutoAllocation(self, handle, flag):  # noqa: N802
-        assert flag == 0
-        return 0
-
-    def cufftMakePlanMany64(self, handle, rank, n, inembed, istride, idist, onembed, ostride, odist, kind, batch,  # noqa: N802
-                            work):
-        assert inembed is None and onembed is None and istride == ostride == 1
-        self.plans[handle] = (kind, tuple(n[:rank]), batch)
-        work._obj.value = self.work
-        return 0
-
-    def cufftSetStream(self, handle, stream):  # noqa: N802
-        return 0
-
-    def cufftSetWorkArea(self, handle, ptr):  # noqa: N802
-        assert ptr
-        return 0
-
-    def cufftDestroy(self, handle):  # noqa: N802
-        self.destroyed.append(handle)
-        return 0
-
-    def _array(self, ptr, dtype, shape):
-        count = math.prod(shape) * np.dtype(dtype).itemsize
-        return np.frombuffer((ctypes.c_char * count).from_address(ptr), dtype=dtype).reshape(shape)
-
-    def _run(self, handle, src, dst, direction=None):
-        kind, n, batch = self.plans[handle]
-        self.calls.append((kind, n, batch))
-        axes = tuple(range(1, len(n) + 1))
-        half = n[:-1] + (n[-1] // 2 + 1,)
-        single = kind in (0x29, 0x2A, 0x2C)
-        c, r = (np.complex64, np.float32) if single else (np.complex128, np.float64)
-        if kind in (0x29, 0x69):
-            x = self._array(src, c, (batch,) + n)
-            y = np.fft.fftn(x, axes=axes) if direction == -1 else np.fft.ifftn(x, axes=axes) * math.prod(n)
-        elif kind in (0x2A, 0x6A):
-            x = self._array(src, r, (batch,) + n)
-            y = np.fft.rfftn(x, axes=axes)
-        else:
-            x = self._array(src, c, (batch,) + half)
-            y = np.fft.irfftn(x, s=n, axes=axes) * math.prod(n)
-            x.flags.writeable = True
-            x[...] = np.nan  # cuFFT's c2r overwrites its input
-        out = self._array(dst, y.dtype if kind not in (0x2C, 0x6C) else r, y.shape)
-        out.flags.writeable = True
-        out[...] = y
-        return 0
-
-    def __getattr__(self, name):
-        if name.startswith("cufftExec"):
-            return self._run
-        raise AttributeError(name)
-
-
 @pytest.fixture
 def numpy_cufft(monkeypatch):
     from ember._cuda import _ops_copy, _ops_fft
 
-    fake = _NumpyCufft(work=256)
+    fake = NumpyCufft(work=256)
     monkeypatch.setitem(_ops_fft._STATE, "lib", fake)
     monkeypatch.setattr(_ops_fft, "_PLANS", {})
     monkeypatch.setattr(_ops_fft, "new_empty_tensor", lambda shape, dtype, dev, zero=False: ember.empty(
@@ -514,7 +445,8 @@ def test_complex_autograd_on_cuda():
     a, b = _crandn(4, 6, seed=5), _crandn(6, 3, seed=6)
     grads = []
     for dev in ("cpu", "cuda"):
-        x, y = a.to(dev).requires_grad_(), b.to(dev).requires_grad_()
+        # (detached: a.to("cpu") is a itself, which requires_grad_ would turn into the CUDA copy's graph input)
+        x, y = a.detach().to(dev).requires_grad_(), b.detach().to(dev).requires_grad_()
         ((x @ y).abs().sum() + (x.exp() * x.conj()).real.sum() + (x / (x.abs() + 1)).imag.sum()).backward()
         grads.append((x.grad, y.grad))
     _gpu_close(grads[1][0], grads[0][0], scale=10.0)
@@ -562,7 +494,7 @@ def test_stft_istft_and_fft_gradients_on_cuda():
                ember.istft(spec, 64, hop_length=16, window=w, length=600), scale=10.0)
     grads = []
     for dev in ("cpu", "cuda"):
-        x = sig.to(dev).requires_grad_()
+        x = sig.detach().to(dev).requires_grad_()
         (ember.fft.rfft(x, n=700).abs().sum() + ember.fft.ifft(x.to(ember.complex64), norm="ortho").real.sum()
          ).backward()
         grads.append(x.grad)
@@ -573,7 +505,7 @@ def test_stft_istft_and_fft_gradients_on_cuda():
 @pytest.mark.gpu
 def test_eig_on_cuda():
     g = ember.Generator().manual_seed(9)
-    for dtype in (ember.float32, ember.float64, ember.complex64):
+    for dtype in (ember.float32, ember.float64):
         m = ember.randn(2, 5, 5, generator=g).to(dtype)
         vals, vecs = ember.linalg.eig(m.cuda())
         assert vals.device.type == vecs.device.type == "cuda"
@@ -581,6 +513,9 @@ def test_eig_on_cuda():
         _gpu_close(vals, cv, dtype is ember.float64, scale=10.0)
         _gpu_close(vecs, cvec, dtype is ember.float64, scale=10.0)
         _gpu_close(ember.linalg.eigvals(m.cuda()), cv, dtype is ember.float64, scale=10.0)
+    # complex input: ember's CPU geev takes none yet; the CUDA op (the CPU kernel on a host copy) raises the same
+    with pytest.raises(NotImplementedError, match="complex inputs are not supported"):
+        ember.linalg.eig(ember.randn(5, 5, generator=g).to(ember.complex64).cuda())
 
 
 # -- _ops_complex's wrappers, around the CPU kernels --------------------------------------------------------------
@@ -646,16 +581,18 @@ def test_complex_by_parts_wrappers_on_cpu(monkeypatch):
 @needs_gpu
 @pytest.mark.gpu
 def test_complex_by_parts_ops_on_cuda():
-    """The ops _ops_complex runs part by part, on CUDA, against the CPU's complex kernels."""
+    """The ops _ops_complex runs part by part, on CUDA, against PyTorch's complex kernels (ember's CPU lacks some:
+    index_copy_/index_add_ of complex tensors raise there)."""
     z, w = _crandn(4, 5, 6, dtype=ember.complex128, seed=12), _crandn(6, 5, dtype=ember.complex128, seed=13)
     r = ember.randn(4, 6, dtype=ember.float64)
     idx, mask = ember.tensor([2, 0, 3]), ember.rand(4, 5, 6) > 0.5
-    cpu = _by_parts_cases(ember, z, w, r, idx, mask)
+    theirs = _by_parts_cases(torch, *(_t(t) for t in (z, w, r, idx, mask)))
     gpu = _by_parts_cases(ember, z.cuda(), w.cuda(), r.cuda(), idx.cuda(), mask.cuda())
-    for (name, _, call), (_, _, ref) in zip(gpu, cpu):
+    for (name, _, call), (_, _, ref) in zip(gpu, theirs):
         got, want = call(), ref()
         for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-            _gpu_close(gv, wv, True, scale=10.0, what=name)
+            assert gv.device.type == "cuda" and gv.dtype.is_complex == wv.is_complex(), name
+            torch.testing.assert_close(_t(gv.cpu()), wv, rtol=1e-9, atol=1e-8, msg=lambda m, n=name: f"{n}: {m}")
     for name, fn in {"addcmul": lambda a: ember.addcmul(a, a, a.conj(), value=0.5j),
                      "addcdiv": lambda a: ember.addcdiv(a, a, a + 3, value=2), "count_nonzero":
                      lambda a: ember.count_nonzero(a.masked_fill(a.real > 0, 0), 1),
