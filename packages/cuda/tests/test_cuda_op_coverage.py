@@ -391,8 +391,8 @@ def test_sdpa_math_backward_on_cuda(case):
                                            enable_gqa=k.shape[-3] != q.shape[-3])
         y.backward(go.double().to(dev))
         grads.append((qd.grad, kd.grad, vd.grad))
-    for a, b in zip(*grads):
-        assert_same(a, b, ember.float64, rtol=1e-10, atol=1e-10)
+    for cpu_grad, cuda_grad in zip(*grads):  # (assert_same takes the CUDA tensor first)
+        assert_same(cuda_grad, cpu_grad, ember.float64, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])
