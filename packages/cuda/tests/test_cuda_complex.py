@@ -6,6 +6,7 @@ complex GEMM's arguments). On the GPU (marked ``gpu``): values and gradients aga
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -171,26 +172,63 @@ def test_fft_plan_cache(numpy_cufft):
         cache.max_size = 4096
 
 
-def test_cufft_library_search(monkeypatch, tmp_path):
-    """The wheels' layouts (nvidia/cufft/lib for cu12 and cu13 packages, nvidia/cu13/lib), the newest soname
-    first; a clear error naming the wheel when nothing is found."""
+def _fake_nvidia_wheels(monkeypatch, tmp_path, rels):
+    """Empty files at ``rels`` under a fake ``nvidia`` namespace package that importlib finds."""
     import importlib.util
     from types import SimpleNamespace
 
-    from ember._cuda import _ops_fft
-
-    for rel in ("nvidia/cufft/lib/libcufft.so.11", "nvidia/cu13/lib/libcufft.so.12", "nvidia/cu13/lib/libcublas.so.13"):
+    for rel in rels:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"")
     real_find = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: SimpleNamespace(
         submodule_search_locations=[str(tmp_path / "nvidia")]) if name == "nvidia" else real_find(name, *a))
-    assert _ops_fft._wheel_paths() == [str(tmp_path / "nvidia/cu13/lib/libcufft.so.12"),
-                                       str(tmp_path / "nvidia/cufft/lib/libcufft.so.11")]
+
+
+def test_cufft_library_search(monkeypatch, tmp_path):
+    """The wheels' layouts (nvidia/cufft/lib for cu12 and cu13 packages, nvidia/cu13/lib), the newest soname
+    first; a clear error naming the wheel when nothing is found."""
+    from ember._cuda import _libs, _ops_fft
+
+    _fake_nvidia_wheels(monkeypatch, tmp_path, ("nvidia/cufft/lib/libcufft.so.11", "nvidia/cu13/lib/libcufft.so.12",
+                                                "nvidia/cu13/lib/libcublas.so.13"))
+    assert _libs.wheel_paths(_ops_fft._NAMES) == [str(tmp_path / "nvidia/cu13/lib/libcufft.so.12"),
+                                                  str(tmp_path / "nvidia/cufft/lib/libcufft.so.11")]
     monkeypatch.setattr(_ops_fft, "_NAMES", ("libember_no_such_cufft.so.99",))
     monkeypatch.setitem(sys.modules, "cuda.pathfinder", None)
     with pytest.raises(RuntimeError, match="cuFFT not found.*nvidia-cufft"):
         _ops_fft._find_library()
+
+
+def test_cublas_library_search(monkeypatch, tmp_path):
+    """cuBLAS through the same search as cuFFT: the wheels' newest soname first, its folder's libcublasLt loaded
+    before it (global), a library that fails to load skipped, the system's loader last; a clear error naming the
+    wheel when nothing is found."""
+    from ember._cuda import _blas, _libs
+
+    _fake_nvidia_wheels(monkeypatch, tmp_path, (
+        "nvidia/cublas/lib/libcublas.so.12", "nvidia/cublas/lib/libcublasLt.so.12", "nvidia/cu13/lib/libcublas.so.13",
+        "nvidia/cu13/lib/libcublasLt.so.13", "nvidia/cu13/lib/libcufft.so.12"))
+    assert _libs.wheel_paths(_blas._NAMES) == [str(tmp_path / "nvidia/cu13/lib/libcublas.so.13"),
+                                               str(tmp_path / "nvidia/cublas/lib/libcublas.so.12")]
+    loaded = []
+
+    def cdll(path, mode=0):
+        loaded.append((os.path.relpath(path, tmp_path) if path.startswith(str(tmp_path)) else path, mode))
+        if "cu13" in path:
+            raise OSError("wrong CUDA major")  # the cu13 wheel does not load here: the cu12 one is next
+        return path
+
+    monkeypatch.setattr(_libs.ctypes, "CDLL", cdll)
+    assert _blas._find_library() == str(tmp_path / "nvidia/cublas/lib/libcublas.so.12")
+    g = ctypes.RTLD_GLOBAL
+    assert loaded == [("nvidia/cu13/lib/libcublasLt.so.13", g), ("nvidia/cublas/lib/libcublasLt.so.12", g),
+                      ("nvidia/cublas/lib/libcublas.so.12", g)]
+    monkeypatch.setattr(_blas, "_NAMES", ("libember_no_such_cublas.so.99",))
+    monkeypatch.setitem(sys.modules, "cuda.pathfinder", None)
+    monkeypatch.setattr(_libs.ctypes, "CDLL", lambda path, mode=0: (_ for _ in ()).throw(OSError(path)))
+    with pytest.raises(RuntimeError, match="cuBLAS not found.*nvidia-cublas"):
+        _blas._find_library()
 
 
 def test_fft_padding_keeps_autograd_on_cpu():
