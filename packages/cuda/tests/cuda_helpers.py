@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,6 +44,23 @@ def assert_same(gpu, cpu, dtype=None, rtol=None, atol=None):
         np.testing.assert_allclose(g, c, rtol=r, atol=a, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, c)
+
+
+def run_interpreter_check(script: str, oks: int) -> str:
+    """Runs ``script`` (an ``*_interp_check.py`` beside these tests) in a fresh process with Triton's interpreter
+    on (it must be chosen before Triton decorates the kernels), in this folder (the checks import each other);
+    asserts that it exits 0 having printed ``oks`` lines starting "ok"; skips where Triton, torch or the
+    interpreter hook the checks patch is missing. Returns its output."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    path = Path(__file__).with_name(script)
+    done = subprocess.run([sys.executable, str(path)], env=dict(os.environ, TRITON_INTERPRET="1"), capture_output=True,
+                          text=True, timeout=900, cwd=path.parent)
+    if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
+        pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert sum(line.startswith("ok") for line in done.stdout.splitlines()) == oks, done.stdout
+    return done.stdout
 
 
 def rand(shape, dtype=ember.float32, low=-2.0, high=2.0, seed=0):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_helpers import NumpyCufft, needs_gpu
+from cuda_helpers import NumpyCufft, needs_gpu, run_interpreter_check
 
 import ember
 
@@ -23,15 +23,7 @@ torch = pytest.importorskip("torch")
 
 
 def test_complex_kernels_in_the_interpreter():
-    pytest.importorskip("triton")
-    script = Path(__file__).with_name("complex_interp_check.py")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600,
-                          cwd=script.parent)
-    if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
-        pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
-    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 10, done.stdout
+    run_interpreter_check("complex_interp_check.py", 10)
 
 
 # -- _ops_fft on the CPU, cuFFT replaced by NumPy ------------------------------------------------------------
