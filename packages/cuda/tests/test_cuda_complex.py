@@ -459,6 +459,35 @@ def test_complex_elementwise_and_reductions_on_cuda(dtype):
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [ember.complex64, ember.complex128])
+@pytest.mark.parametrize("chunked", [False, True], ids=["strided", "chunked"])
+def test_complex_sum_mean_on_cuda(dtype, chunked, monkeypatch):
+    """sum/mean of complex tensors: over the trailing dims of a contiguous tensor by the row kernels' pairs form
+    (a group's interleaved parts one row; long rows split into partials by the grid-stride pass, or by chunks
+    when that pass is off), other dims by the real kernels over the parts' view."""
+    from ember._cuda import _reduce
+
+    if chunked:
+        monkeypatch.setitem(_reduce.STRIDE_CONFIG, "ppsm", 0)
+    double = dtype is ember.complex128
+    small, big = _crandn(3, 5, 7, dtype=dtype, seed=14), _crandn(2, 70007, dtype=dtype, seed=15)
+    cases = [(small, {}), (small, {"dim": (1, 2)}), (small, {"dim": -1, "keepdim": True}), (small, {"dim": (2, 1)}),
+             (small, {"dim": 0}), (small, {"dim": (0, 2)}), (small.transpose(0, 2), {"dim": (1, 2)}),
+             (small[:, 1:4], {"dim": 2}), (big, {"dim": 1}), (big, {}), (big[0], {}), (big.reshape(2, 7, 10001), {
+                 "dim": (1, 2), "keepdim": True}), (_crandn(4, 0, 3, dtype=dtype), {"dim": 2}),
+             (_crandn(4, 0, 3, dtype=dtype), {"dim": 1}), (_crandn(1, 1, 1, dtype=dtype), {"dim": (1, 2)})]
+    for i, (x, kw) in enumerate(cases):
+        gx = x.cuda()
+        for name in ("sum", "mean"):
+            got, want = getattr(gx, name)(**kw), getattr(x, name)(**kw)
+            _gpu_close(got, want, double, scale=100.0, what=f"{name} case {i} {tuple(x.shape)} {kw}")
+    if dtype is ember.complex64:  # a wider result dtype: the input cast first
+        _gpu_close(small.cuda().sum((1, 2), dtype=ember.complex128), small.sum((1, 2), dtype=ember.complex128), True,
+                   scale=10.0)
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [ember.complex64, ember.complex128])
 def test_complex_matmul_on_cuda(dtype):
     a, b = _crandn(2, 33, 17, dtype=dtype, seed=3), _crandn(17, 9, dtype=dtype, seed=4)
     double = dtype is ember.complex128
