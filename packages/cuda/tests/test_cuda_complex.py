@@ -394,13 +394,22 @@ jobs += [(_exprs.COMPLEX_COPY, (("t", dt.complex64, cd),), cd), (_exprs.COMPLEX_
          ("{0}", (("t", cd, rd),), rd)]
 for expr, spec, out in jobs:  # 2-d strided operands with 64-bit offsets: every part of the code generation
     ew._plan(expr, spec, out, 2, (False,) * (1 + sum(s[0] == "t" for s in spec)), True, False, False, 0)
+from ember._cuda import _reduce
+for dtype in (ember.complex64, ember.complex128):  # complex sums' pairs forms: row, grid-stride, chunked
+    z = ember.zeros(2, 70000, dtype=dtype, device="cuda")
+    z[0].sum(), z.mean(1)
+    _reduce.STRIDE_CONFIG["ppsm"] = 0
+    z[0].sum()
+    _reduce.STRIDE_CONFIG["ppsm"] = 4
+assert {k[0] for k in _reduce._LAUNCHERS} >= {"row pairs", "stride pairs"}
 print(len(jobs), "compiled")
 """
 
 
 def test_every_complex_expression_compiles_for_sm90():
     """Every "c" expression and complex helper compiled by Triton for sm_90 (the interpreter runs Python and
-    accepts code the compiler refuses): complex128 with a complex scalar, strided, 64-bit offsets."""
+    accepts code the compiler refuses): complex128 with a complex scalar, strided, 64-bit offsets; the complex
+    sums' pairs forms of the row reductions."""
     pytest.importorskip("triton")
     if ember.cuda.is_available():
         pytest.skip("the fake host replaces the driver of a process without a GPU")
