@@ -37,6 +37,7 @@ _TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, 
 _SCALAR = {"i1": (np.bool_, tl.int1), "i8": (np.int8, tl.int8), "i16": (np.int16, tl.int16),
            "i32": (np.int32, tl.int32), "i64": (np.int64, tl.int64), "u32": (np.uint32, tl.uint32),
            "u64": (np.uint64, tl.uint64), "fp32": (np.float32, tl.float32), "fp64": (np.float64, tl.float64)}
+_TOTAL = 80 << 30  # the device's memory, as an H100's
 CALLS = {"launches": [], "gemms": 0, "ffts": 0}  # what ran (kernel names in order), for tests to assert on
 
 
@@ -75,7 +76,12 @@ class _Driver:
         return 0, b"(interpreter host)"
 
     def cuMemAlloc(self, size):  # noqa: N802
-        return 0, _alloc(size)
+        if size > _TOTAL:
+            return 2, 0  # CUDA_ERROR_OUT_OF_MEMORY, as a device of _TOTAL bytes answers
+        try:
+            return 0, _alloc(size)
+        except MemoryError:
+            return 2, 0
 
     def cuMemFree(self, ptr):  # noqa: N802
         _BUFFERS.pop(int(ptr), None)
@@ -92,7 +98,7 @@ class _Driver:
         return (0,)
 
     def cuMemGetInfo(self):  # noqa: N802
-        return 0, 64 << 30, 80 << 30
+        return 0, _TOTAL - sum(len(b) for b in _BUFFERS.values()), _TOTAL
 
     def cuStreamCreateWithPriority(self, flags, priority):  # noqa: N802
         return 0, self._handle()
@@ -270,7 +276,7 @@ def install() -> None:
     _driver._STATE["ctx"] = {0: 1}
     _driver._TLS.index, _driver._TLS.ctx = 0, 1
     _driver._PROPS[0] = SimpleNamespace(major=9, minor=0, multi_processor_count=132, name="interpreter sm_90",
-                                        total_memory=80 << 30, L2_cache_size=50 << 20, warp_size=32)
+                                        total_memory=_TOTAL, L2_cache_size=50 << 20, warp_size=32)
     ok = ctypes.c_int
 
     def c(fn, name):
