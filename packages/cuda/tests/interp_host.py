@@ -38,7 +38,6 @@ _SCALAR = {"i1": (np.bool_, tl.int1), "i8": (np.int8, tl.int8), "i16": (np.int16
            "i32": (np.int32, tl.int32), "i64": (np.int64, tl.int64), "u32": (np.uint32, tl.uint32),
            "u64": (np.uint64, tl.uint64), "fp32": (np.float32, tl.float32), "fp64": (np.float64, tl.float64)}
 _TOTAL = 80 << 30  # the device's memory, as an H100's
-CALLS = {"launches": [], "gemms": 0, "ffts": 0}  # what ran (kernel names in order), for tests to assert on
 
 
 def _alloc(nbytes: int) -> int:
@@ -223,7 +222,6 @@ class _Launcher:
             else:
                 npt, tlt = _SCALAR[t]
                 kwargs[k] = tl.core.tensor(interp.TensorHandle(np.array([v], dtype=npt), tlt), tlt)
-        CALLS["launches"].append(self.name)
         grid = tuple(int(g) for g in grid)
         if min(grid) > 0:
             self.fn[grid](**kwargs)
@@ -241,7 +239,6 @@ def _gemm(a, b, c, batch, alpha=1.0, beta=0.0):
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if m == 0 or n == 0 or k == 0:
         return
-    CALLS["gemms"] += 1
     ta, tb, tc = view(a), view(b), view(c).reshape(batch, m, n)
     prod = torch.matmul(ta, tb)
     prod = prod.expand(batch, m, n) if prod.ndim == 2 else prod
@@ -252,12 +249,15 @@ def _gemm(a, b, c, batch, alpha=1.0, beta=0.0):
 
 
 def _gemm_bias(a, b, bias):
+    import ember
     from ember._cuda._storage import new_empty
 
+    if a.dtype not in (ember.float16, ember.bfloat16, ember.float32) or b.dtype is not a.dtype \
+            or bias.dtype is not a.dtype or a.ndim != 2 or b.ndim != 2 or bias.ndim != 1:
+        return None  # (where _blas.gemm_bias declines: the caller copies the bias and calls gemm)
     m, n = a.shape[0], b.shape[1]
-    if a.ndim != 2 or b.ndim != 2 or not (m and n and a.shape[1]) or a.dtype is not b.dtype:
+    if not (m and n and a.shape[1]):
         return None
-    CALLS["gemms"] += 1
     out = new_empty((m, n), a.dtype, a._device)
     view(out).copy_(torch.matmul(view(a), view(b)) + view(bias))
     return out
