@@ -1,4 +1,5 @@
-"""Shared helpers of the GPU tests: skip without a GPU, compare a CUDA result with the CPU one."""
+"""Shared helpers of the CUDA tests: skip without a GPU, compare a CUDA result with the CPU one, run an
+interpreter check in a fresh process, cuFFT computed by NumPy on host memory."""
 
 from __future__ import annotations
 
