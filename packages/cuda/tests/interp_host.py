@@ -234,8 +234,15 @@ def _build(key, source, name, signature, constexprs, aligned, num_warps, num_sta
 # -- cuBLAS -------------------------------------------------------------------------------------------------------
 
 
+_GEMM: list = []  # _blas.gemm itself
+
+
 def _gemm(a, b, c, batch, alpha=1.0, beta=0.0):
     """_blas.gemm's contract on host memory: c[i] = alpha * a[i] @ b[i] + beta * c[i] (beta 0: c not read)."""
+    from ember._cuda import _blas
+
+    if c.dtype not in _blas._CUDA_TYPE:
+        return _GEMM[0](a, b, c, batch, alpha, beta)  # (its dtype check raises before any cuBLAS call)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if m == 0 or n == 0 or k == 0:
         return
@@ -292,6 +299,7 @@ def install() -> None:
     _fastcall._LIB[:] = [lib]
     _fastcall._EX[0] = False
     _compile._build = _build
+    _GEMM[:] = [_blas.gemm]
     _blas.gemm, _blas.gemm_bias = _gemm, _gemm_bias
     from cuda_helpers import NumpyCufft  # (after the device count: the module asks ember.cuda.is_available())
 
