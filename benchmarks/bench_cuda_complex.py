@@ -40,6 +40,10 @@ def main():
         "abs c64": ((n,), "complex64", lambda fw, x, y: lambda: x.abs()),
         "exp c64": ((n,), "complex64", lambda fw, x, y: lambda: x.exp()),
         "sum c64": ((n,), "complex64", lambda fw, x, y: lambda: x.sum()),
+        # over trailing dims: the row kernels' pairs form (session 20); over a leading dim: the real column kernel
+        "sum dim -1 c64 (4096, 1024)": ((4096, 1024), "complex64", lambda fw, x, y: lambda: x.sum(-1)),
+        "mean dim 1 c128 (64, 65536)": ((64, 65536), "complex128", lambda fw, x, y: lambda: x.mean(1)),
+        "sum dim 0 c64 (4096, 1024)": ((4096, 1024), "complex64", lambda fw, x, y: lambda: x.sum(0)),
         "mm c64 2048": ((2048, 2048), "complex64", lambda fw, x, y: lambda: x @ y),
         "fft c64 (4096, 1024)": ((4096, 1024), "complex64", lambda fw, x, y: lambda: fw.fft.fft(x)),
         "fft dim 0 c64 (1024, 4096)": ((1024, 4096), "complex64", lambda fw, x, y: lambda: fw.fft.fft(x, dim=0)),

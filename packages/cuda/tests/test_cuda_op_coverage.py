@@ -8,14 +8,13 @@ and on the GPU (marked ``gpu``) against the CPU kernels."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_helpers import assert_same, needs_gpu, rand
+from cuda_helpers import assert_same, needs_gpu, rand, run_interpreter_check
 
 import ember
 
@@ -26,16 +25,7 @@ def test_convolutions_in_the_interpreter():
     """1-d, 2-d and 3-d, plain and transposed, grouped, strided, padded, dilated convolutions and their three
     gradients through _ops_conv's composition, im2col/col2im in Triton's interpreter; depthwise ones (channel
     multipliers 1-3, 1-d too, float64) through _ops_depthwise's kernels, one launch per output and gradient."""
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    script = Path(__file__).with_name("coverage_interp_check.py")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600,
-                          cwd=script.parent)
-    if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
-        pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
-    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 25, done.stdout
+    run_interpreter_check("coverage_interp_check.py", 25)
 
 
 _FAKE = r"""
@@ -391,8 +381,8 @@ def test_sdpa_math_backward_on_cuda(case):
                                            enable_gqa=k.shape[-3] != q.shape[-3])
         y.backward(go.double().to(dev))
         grads.append((qd.grad, kd.grad, vd.grad))
-    for a, b in zip(*grads):
-        assert_same(a, b, ember.float64, rtol=1e-10, atol=1e-10)
+    for cpu_grad, cuda_grad in zip(*grads):  # (assert_same takes the CUDA tensor first)
+        assert_same(cuda_grad, cpu_grad, ember.float64, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 2.5, 30.0])

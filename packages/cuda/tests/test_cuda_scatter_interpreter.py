@@ -5,23 +5,12 @@ be chosen before Triton decorates the kernels). Skips where Triton is unavailabl
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from cuda_helpers import run_interpreter_check
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 
 def test_scatter_kernels_in_the_interpreter():
-    script = Path(__file__).with_name("scatter_interp_check.py")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600,
-                          cwd=script.parent)
-    if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
-        pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
-    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 20, done.stdout
+    run_interpreter_check("scatter_interp_check.py", 20)

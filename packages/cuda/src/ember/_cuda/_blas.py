@@ -20,13 +20,13 @@ the ctypes calls.
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 import threading
 
 from ember import _C
 from ember._src import dtypes as dt
 
+from . import _libs
 from ._allocator import allocator
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import _TLS as _STREAMS_TLS
@@ -39,32 +39,12 @@ _STATE: dict = {}
 _TLS = threading.local()
 
 
+_NAMES = ("libcublas.so.13", "libcublas.so.12", "libcublas.so")
+
+
 def _find_library():
-    names = ("libcublas.so.13", "libcublas.so.12", "libcublas.so")
-    try:
-        import nvidia.cublas as pkg  # the nvidia-cublas wheel
-
-        for folder in list(pkg.__path__):
-            for name in names:
-                for path in sorted(glob.glob(os.path.join(folder, "lib", name))):
-                    lt = glob.glob(os.path.join(folder, "lib", "libcublasLt.so*"))
-                    for p in sorted(lt):
-                        ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
-                    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    except ImportError:
-        pass
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-
-        return ctypes.CDLL(load_nvidia_dynamic_lib("cublas").abs_path, mode=ctypes.RTLD_GLOBAL)
-    except Exception:  # noqa: BLE001 - fall through to the system search
-        pass
-    for name in names:
-        try:
-            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            continue
-    raise RuntimeError("cuBLAS not found: install the nvidia-cublas wheel (pip install ember[cuda])")
+    return _libs.load(_NAMES, "cublas", "cuBLAS not found: install the nvidia-cublas wheel (pip install ember[cuda])",
+                      companions=("libcublasLt.so*",))
 
 
 _CALL = getattr(_C, "_device_call", None) if os.environ.get("EMBER_CUDA_NATIVE_BLAS", "1") != "0" else None

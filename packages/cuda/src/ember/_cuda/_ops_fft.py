@@ -18,16 +18,13 @@ area comes from the caching allocator per call (``cufftSetAutoAllocation(0)``), 
 from __future__ import annotations
 
 import ctypes
-import glob
-import importlib.util
 import math
-import os
 from collections import OrderedDict
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 
-from . import _exprs
+from . import _exprs, _libs
 from ._elementwise import launch
 from ._storage import new_empty as new_empty_tensor
 from ._streams import current_handle
@@ -42,37 +39,10 @@ _PLANS: dict = {}  # device index -> OrderedDict(key -> (plan handle, work size)
 _NAMES = ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
 
 
-def _wheel_paths() -> list:
-    """libcufft paths in the installed NVIDIA wheels: ``nvidia/<package>/lib`` (cu12 and cu13 package
-    layouts) and ``nvidia/cu13/lib`` (CUDA 13's merged one), newest soname first."""
-    spec = importlib.util.find_spec("nvidia")
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    found = []
-    for name in _NAMES:
-        for folder in folders:
-            found.extend(sorted(glob.glob(os.path.join(folder, "*", "lib", name))))
-    return found
-
-
 def _find_library():
-    for path in _wheel_paths():
-        try:
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            continue
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-
-        return ctypes.CDLL(load_nvidia_dynamic_lib("cufft").abs_path, mode=ctypes.RTLD_GLOBAL)
-    except Exception:  # noqa: BLE001 - fall through to the system search
-        pass
-    for name in _NAMES:
-        try:
-            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            continue
-    raise RuntimeError("cuFFT not found: ember's CUDA FFTs need NVIDIA's cuFFT library, from the nvidia-cufft wheel "
-                       "(CUDA 13: pip install ember[cuda] installs it) or nvidia-cufft-cu12 (CUDA 12)")
+    return _libs.load(_NAMES, "cufft", "cuFFT not found: ember's CUDA FFTs need NVIDIA's cuFFT library, from "
+                      "the nvidia-cufft wheel (CUDA 13: pip install ember[cuda] installs it) or nvidia-cufft-cu12 "
+                      "(CUDA 12)")
 
 
 def _lib():

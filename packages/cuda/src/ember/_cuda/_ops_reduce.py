@@ -19,7 +19,7 @@ from ember._src.tensor import make_tensor
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
 from ._ops_pointwise import fill_values
-from ._reduce import accumulator, reduce_flat, reduce_into, reduce_new, value_kind
+from ._reduce import accumulator, reduce_flat, reduce_into, reduce_new, reduce_pairs, value_kind
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
@@ -76,7 +76,10 @@ def _checked(op, name, x, dim, keepdim, dtype, memo: dict):
 
 
 def _complex_sum(op, name: str, x, dim, keepdim, dtype, real_kernel):
-    """sum/mean with a complex result: the real kernel over the (..., 2) float view of the parts."""
+    """sum/mean with a complex result over the (..., 2) float view of the parts: where the reduced dims are the
+    trailing ones of a contiguous tensor, each group is one row of interleaved parts summed by the row kernels'
+    pairs form (``reduce_pairs``); otherwise the real kernel over the view (the parts dim is kept, so its
+    groups are strided or copied dense first)."""
     from ember._src.ops.pointwise.complex import view_as_complex_op, view_as_real_op
 
     rd = op.meta(x, dim, keepdim, dtype).dtype
@@ -84,8 +87,15 @@ def _complex_sum(op, name: str, x, dim, keepdim, dtype, real_kernel):
     xc = x if x.dtype is rd else x.to(rd)
     if not dims:  # a 0-d tensor
         return xc.clone() if xc is x else xc
-    parts = real_kernel(view_as_real_op(xc), list(dims), keepdim)
-    return view_as_complex_op(parts)
+    parts = view_as_real_op(xc)
+    n = red._count(xc._shape, dims)
+    if n and xc.numel() and sorted(dims) == list(range(xc.ndim - len(dims), xc.ndim)) \
+            and is_contiguous(xc._shape, xc._stride):
+        out = new_empty_tensor(red._out_shape(xc._shape, dims, keepdim) + (2,), parts.dtype, x._device)
+        scale = 1.0 / n if name == "mean" else 1.0
+        reduce_pairs(parts, xc.numel() // n, n, out, accumulator("sum", parts.dtype), scale)
+        return view_as_complex_op(out)
+    return view_as_complex_op(real_kernel(parts, list(dims), keepdim))
 
 
 def _sum_like(name: str, kind: str):

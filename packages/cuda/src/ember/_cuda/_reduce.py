@@ -61,10 +61,16 @@ def _nanmin(a, ax: tl.constexpr):
 '''
 
 
+# The pairs forms' ending (``reduce_pairs``): the even and odd lanes of the accumulator summed apart (a tile
+# starts at an even offset, so a lane keeps one part), two results stored per program.
+_PAIR_SUM = "tl.sum(tl.reshape({a}, [BN // 2, 2]), axis=0)"
+
+
 @functools.cache  # the same string object per kernel: the launcher lookup hashes it once
-def _row_source(kind: str, acc, out_dtype) -> str:
+def _row_source(kind: str, acc, out_dtype, pairs: bool = False) -> str:
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]
+    final, at = (_PAIR_SUM, "pid * 2 + tl.arange(0, 2)") if pairs else (final, "pid")
     return HEADER + _HELPERS + f'''
 @triton.jit
 def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr, UNROLL: tl.constexpr):
@@ -84,16 +90,17 @@ def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr, 
     r = {final.format(a="acc", ax=0)}
     if SCALED:
         r = r * scale
-    tl.store(out + pid, r.to({TL[out_dtype]}))
+    tl.store(out + {at}, r.to({TL[out_dtype]}))
 '''
 
 
 @functools.cache
-def _stride_source(kind: str, acc) -> str:
+def _stride_source(kind: str, acc, pairs: bool = False) -> str:
     """Few long rows: ``nprog`` programs per row stride over it in whole tiles of BN * UNROLL elements
-    (unmasked loads), program 0 of a row also takes the ragged tail; one partial per program."""
+    (unmasked loads), program 0 of a row also takes the ragged tail; one partial per program (two: pairs)."""
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]
+    final, at = (_PAIR_SUM, "pid * 2 + tl.arange(0, 2)") if pairs else (final, "pid")
     return HEADER + _HELPERS + f'''
 @triton.jit
 def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr, EVICT: tl.constexpr):
@@ -116,7 +123,7 @@ def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr, EVICT: tl.conste
             ns = n0 + tl.arange(0, BN)
             v = tl.load(base + ns, mask=ns < N, other={ident}).to({ct})
             acc = {combine.format(a="acc", v="v")}
-    tl.store(out + pid, {final.format(a="acc", ax=0)})
+    tl.store(out + {at}, {final.format(a="acc", ax=0)})
 '''
 
 
@@ -366,39 +373,41 @@ def _launcher(form, kind, x_dtype, out_dtype, acc, consts: tuple, aligned: tuple
     key = (form, kind, x_dtype, out_dtype, acc, consts, aligned, warps, stages, index)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
-        if form == "row":
-            src = _row_source(kind, acc, out_dtype)
-        elif form == "stride":
-            src = _stride_source(kind, acc)
+        if form in ("row", "row pairs"):
+            src = _row_source(kind, acc, out_dtype, form == "row pairs")
+        elif form in ("stride", "stride pairs"):
+            src = _stride_source(kind, acc, form == "stride pairs")
         else:
             src = _col_source(kind, acc, out_dtype)
-        sig = {"x": "*" + TRITON[x_dtype], "out": "*" + TRITON[out_dtype], **dict(_SIGNATURES[form]),
+        sig = {"x": "*" + TRITON[x_dtype], "out": "*" + TRITON[out_dtype], **dict(_SIGNATURES[form.split()[0]]),
                **{name: "constexpr" for name, _ in consts}}
         launcher = _LAUNCHERS[key] = _compile.kernel(src, "k", sig, dict(consts), aligned, warps, stages, index)
     return launcher
 
 
-def _strided_pass(kind, x, rows, n, acc, index, stream):
-    """The first pass of few long rows: (rows, nprog) partials."""
+def _strided_pass(kind, x, rows, n, acc, index, stream, pairs=False):
+    """The first pass of few long rows: (rows, nprog) partials ((rows, 2 * nprog): pairs)."""
     cfg = STRIDE_CONFIG
     sms = _sms(index)
     nprog = max(1, (cfg["ppsm"] * sms) // rows)
-    partial = new_contiguous((rows, nprog), (nprog, 1), rows * nprog, acc, x._device)
+    width = 2 * nprog if pairs else nprog
+    partial = new_contiguous((rows, width), (width, 1), rows * width, acc, x._device)
     xp = _ptr(x)
     aligned = ("x", "N") if xp % 16 == 0 and n % 16 == 0 else ()
-    launcher = _launcher("stride", kind, x.dtype, acc, acc, (("BN", cfg["bn"]), ("UNROLL", cfg["unroll"]),
+    form = "stride pairs" if pairs else "stride"
+    launcher = _launcher(form, kind, x.dtype, acc, acc, (("BN", cfg["bn"]), ("UNROLL", cfg["unroll"]),
                          ("EVICT", bool(cfg["evict"]))), aligned, cfg["warps"], cfg["stages"], index)
     launcher((rows * nprog, 1, 1), stream, xp, _ptr(partial), n, nprog)
     return partial
 
 
-def _rows(kind, x, rows, n, out, acc, scale, index, stream):
+def _rows(kind, x, rows, n, out, acc, scale, index, stream, pairs=False):
     cfg = ROW_CONFIG
     # Few long rows: split each row into chunks reduced in parallel, then reduce the partials.
     if rows < 512 and n >= 2 * cfg["chunk"]:
         if STRIDE_CONFIG["ppsm"]:
-            partial = _strided_pass(kind, x, rows, n, acc, index, stream)
-            _rows(kind, partial, rows, partial._shape[1], out, acc, scale, index, stream)
+            partial = _strided_pass(kind, x, rows, n, acc, index, stream, pairs)
+            _rows(kind, partial, rows, partial._shape[1], out, acc, scale, index, stream, pairs)
             return
         nchunks = (n + cfg["chunk"] - 1) // cfg["chunk"]  # the partials are reduced the same way
     else:
@@ -406,20 +415,30 @@ def _rows(kind, x, rows, n, out, acc, scale, index, stream):
     bn = cfg["bn"] if n >= cfg["bn"] else max(16, 1 << (max(n, 1) - 1).bit_length())
     warps = cfg["warps"] if bn >= 1024 else 1
     chunk = (n + nchunks - 1) // nchunks
+    chunk += chunk & int(pairs)  # (pairs: chunks start at even offsets)
     xp = _ptr(x)
     aligned = ("x", "N") if xp % 16 == 0 and n % 16 == 0 else ()
     if aligned and chunk % 16 == 0:
         aligned += ("chunk",)
+    form, width = ("row pairs", 2) if pairs else ("row", 1)
     if nchunks == 1:
-        launcher = _launcher("row", kind, x.dtype, out.dtype, acc, (("BN", bn), ("SCALED", scale != 1.0),
+        launcher = _launcher(form, kind, x.dtype, out.dtype, acc, (("BN", bn), ("SCALED", scale != 1.0),
                              ("UNROLL", cfg["unroll"])), aligned, warps, cfg["stages"], index)
         launcher((rows, 1, 1), stream, xp, _ptr(out), n, chunk, 1, float(scale))
         return
-    partial = new_empty_tensor((rows, nchunks), acc, x._device)
-    launcher = _launcher("row", kind, x.dtype, acc, acc, (("BN", bn), ("SCALED", False), ("UNROLL", cfg["unroll"])),
+    partial = new_empty_tensor((rows, nchunks * width), acc, x._device)
+    launcher = _launcher(form, kind, x.dtype, acc, acc, (("BN", bn), ("SCALED", False), ("UNROLL", cfg["unroll"])),
                          aligned, warps, cfg["stages"], index)
     launcher((rows * nchunks, 1, 1), stream, xp, _ptr(partial), n, chunk, nchunks, 1.0)
-    _rows(kind, partial, rows, nchunks, out, acc, scale, index, stream)
+    _rows(kind, partial, rows, nchunks * width, out, acc, scale, index, stream, pairs)
+
+
+def reduce_pairs(x, outer: int, n: int, out, acc, scale: float = 1.0) -> None:
+    """Sums of interleaved pairs (complex numbers' (real, imag) parts): the contiguous (outer, n, 2) ``x`` summed
+    over n into the contiguous (outer, 2) ``out``, each group one row of 2n values whose even and odd lanes the
+    row kernels add apart: read at full width, where the column kernel's tiles of 2 columns left most lanes idle."""
+    index = x._device.index or 0
+    _rows("sum", x, outer, 2 * n, out, acc, scale, index, current_handle(index), True)
 
 
 def accumulator(kind: str, dtype):
