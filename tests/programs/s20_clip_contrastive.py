@@ -5,7 +5,6 @@
 # cross-entropy over the logits, a zero-shot classifier built from averaged text embeddings, and the
 # accuracy/recall@k metrics computed with topk and eq.
 import numpy as np
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -110,7 +110,8 @@ class Unet(nn.Module):
         self.downsample = nn.Conv2d(dim, dim * 2, 4, 2, 1)
         self.mid1 = ResnetBlock(dim * 2, dim * 2, time_dim)
         self.mid_attn = Attention(dim * 2)
-        self.upsample = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(dim * 2, dim, 3, padding=1))
+        self.upsample = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
+                                      nn.Conv2d(dim * 2, dim, 3, padding=1))
         self.up1 = ResnetBlock(dim * 2, dim, time_dim)
         self.final_conv = nn.Conv2d(dim, channels, 1)
 
@@ -153,7 +154,10 @@ for step in range(6):
     noise = noises[step]
     x_noisy = extract(sqrt_ac, t, x_start.shape) * x_start + extract(sqrt_1mac, t, x_start.shape) * noise
     pred = model(x_noisy, t.float())
-    loss = F.smooth_l1_loss(noise, pred) if step % 2 else F.mse_loss(pred, noise, reduction="none").mean(dim=[1, 2, 3]).mean()
+    if step % 2:
+        loss = F.smooth_l1_loss(noise, pred)
+    else:
+        loss = F.mse_loss(pred, noise, reduction="none").mean(dim=[1, 2, 3]).mean()
     opt.zero_grad()
     loss.backward()
     opt.step()

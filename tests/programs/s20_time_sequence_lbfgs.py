@@ -4,7 +4,6 @@
 # loss, and a test pass under no_grad. Also LBFGS with line_search_fn='strong_wolfe', state_dict
 # round-trip, and a second parameter group rejected.
 import numpy as np
-
 import torch
 import torch.nn as nn
 import torch.optim as optim
@@ -59,7 +58,7 @@ for line_search in (None, "strong_wolfe"):
         print("STEP: ", i)
         calls = []
 
-        def closure():
+        def closure(optimizer=optimizer, seq=seq, criterion=criterion, calls=calls):
             optimizer.zero_grad()
             out = seq(input)
             loss = criterion(out, target)
