@@ -50,6 +50,9 @@ class CLIP(nn.Module):
         self.text_projection = nn.Parameter(torch.empty(width, embed_dim))
         self.logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))
         self.register_buffer("attn_mask", self.build_attention_mask(), persistent=False)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.positional_embedding, std=0.01)
+        nn.init.normal_(self.text_projection, std=width ** -0.5)
 
     def build_attention_mask(self):
         mask = torch.empty(self.context_length, self.context_length)
