@@ -3,13 +3,16 @@
 # lora_B (zeros), scaling = alpha / r, dropout on the LoRA path; mark_only_lora_as_trainable, parameter groups
 # with different learning rates, a trainable-parameter count, lora-only state_dict saving, merging the
 # weights (W += B @ A * scaling) under no_grad and unmerging, train()/eval() switching the merge, and
-# checking that the frozen weights never changed.
+# checking that the frozen weights never changed. Then the parametrize form (LoRA from scratch as
+# torch.nn.utils.parametrize tutorials write it): register_parametrization, cached(), disabling the adapter,
+# and remove_parametrizations(leave_parametrized=True) merging it.
 import io
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.nn.utils.parametrize as parametrize
 from _seedfree import data, seed_free_init
 
 
@@ -140,3 +143,59 @@ print("reloaded output matches", torch.allclose(fresh(X), lora(X), atol=1e-6))
 with torch.no_grad():
     delta = lora.q.lora_B @ lora.q.lora_A * lora.q.scaling
 print(f"delta rank {torch.linalg.matrix_rank(delta).item()} norm {delta.norm().item():.6f}")
+
+
+# --- the parametrize form
+
+class LoRAParametrization(nn.Module):
+    def __init__(self, features_in, features_out, rank=2, alpha=4):
+        super().__init__()
+        self.lora_A = nn.Parameter(torch.zeros((rank, features_out)))
+        self.lora_B = nn.Parameter(torch.zeros((features_in, rank)))
+        nn.init.normal_(self.lora_A, mean=0, std=1)
+        self.scale = alpha / rank
+        self.enabled = True
+    def forward(self, original_weights):
+        if self.enabled:
+            return original_weights + torch.matmul(self.lora_B, self.lora_A).view(original_weights.shape) * self.scale
+        return original_weights
+
+net = seed_free_init(nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)), salt=5)
+for layer in (net[0], net[2]):
+    parametrize.register_parametrization(layer, "weight",
+                                         LoRAParametrization(layer.weight.shape[0], layer.weight.shape[1]))
+print(net)
+print(sorted(net.state_dict()))
+print(parametrize.is_parametrized(net[0]), parametrize.is_parametrized(net[0], "bias"),
+      type(net[0].parametrizations.weight).__name__)
+for n, p in net.named_parameters():
+    if "lora" not in n:
+        p.requires_grad = False
+print([n for n, p in net.named_parameters() if p.requires_grad])
+x = data((16, 6), salt=6)
+y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=1e-2)
+for step in range(5):
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, f"{loss.item():.6f}", net[0].parametrizations.weight.original.grad)
+with parametrize.cached():
+    a = net(x)
+    b = net[0].weight is net[0].weight
+print("cached", b, f"{a.sum().item():.6f}")
+for layer in (net[0], net[2]):
+    layer.parametrizations["weight"][0].enabled = False
+print("disabled", f"{net(x).sum().item():.6f}")
+for layer in (net[0], net[2]):
+    layer.parametrizations["weight"][0].enabled = True
+before = net(x)
+parametrize.remove_parametrizations(net[0], "weight", leave_parametrized=True)
+print("merged", torch.allclose(before, net(x)), type(net[0].weight).__name__, net[0].weight.requires_grad,
+      sorted(net[0].state_dict()))
+try:
+    parametrize.remove_parametrizations(net[0], "weight")
+except ValueError as e:
+    print("ValueError", e)
+print(net)
