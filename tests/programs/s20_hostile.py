@@ -258,6 +258,12 @@ case("mha_forward out width", lambda: shape(F.multi_head_attention_forward(
     z(1, 2, 4), z(3, 2, 4), z(3, 2, 4), 4, 2, None, z(12), None, None, False, 0.0, z(6, 4), z(6),
     use_separate_proj_weight=True, q_proj_weight=z(4, 4), k_proj_weight=z(4, 4), v_proj_weight=z(4, 4),
     need_weights=False)[0]))
+case("mha_forward out width empty batch", lambda: shape(F.multi_head_attention_forward(
+    z(1, 0, 4), z(3, 0, 4), z(3, 0, 4), 4, 2, None, z(12), None, None, False, 0.0, z(6, 4), z(6),
+    use_separate_proj_weight=True, q_proj_weight=z(4, 4), k_proj_weight=z(4, 4), v_proj_weight=z(4, 4),
+    need_weights=False)[0]))
+case("mha empty batch batch_first", lambda: shape(nn.MultiheadAttention(4, 2, batch_first=True)(
+    z(0, 3, 4), z(0, 5, 4), z(0, 5, 4))[0]))
 case("mha batch_first out width", lambda: shape(nn.MultiheadAttention(4, 2, batch_first=True)(
     z(2, 3, 4), z(2, 5, 4), z(2, 5, 4))[1]))
 case("pad_sequence mixed dtypes", lambda: nn.utils.rnn.pad_sequence([torch.zeros(2), torch.zeros(3, dtype=torch.long)]))

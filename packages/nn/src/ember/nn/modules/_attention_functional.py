@@ -236,13 +236,14 @@ def _mha_forward(
     # PyTorch lays it out whatever the input's layout: MultiheadAttention(batch_first=True) then
     # returns the (N, L, E) transposed view of it, and a dropout after attention (Transformer
     # layers' dropout1) draws its mask in that memory order, so seeded runs match PyTorch's. The output
-    # projection may change the width (CLIP's AttentionPool2d projects to output_dim), hence the -1.
+    # projection may change the width (CLIP's AttentionPool2d projects to output_dim).
+    out_width = out_proj_weight.shape[0]
     if batch_major_out and _batch_first_storage(query):
         out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, -1).transpose(0, 1)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, out_width).transpose(0, 1)
     else:
         out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, out_width)
     if unbatched:
         out = out.squeeze(1)
     return out, weights
