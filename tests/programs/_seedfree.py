@@ -4,10 +4,12 @@ Programs call ``seed_free_init(model, salt)`` after building a model, so PyTorch
 the same state_dict (copied in through NumPy arrays) whatever their random generators draw. Each entry's
 values come from its own ``RandomState`` (seeded from the entry's name and the salt), uniform in
 ``±1/sqrt(fan_in)``; running statistics of norm layers keep their own values (mean 0, var 1).
+A program run with the argument ``torch-init`` keeps its modules' own (seeded) initialization instead.
 """
 
 from __future__ import annotations
 
+import sys
 import zlib
 
 import numpy as np
@@ -22,6 +24,11 @@ def _values(name: str, shape: tuple, salt: int) -> np.ndarray:
 
 def seed_free_init(model, salt: int = 0):
     import torch
+
+    if "torch-init" in sys.argv[1:]:
+        # the program's run with its modules' own seeded initialization (the driver seeds both libraries
+        # alike; ember draws PyTorch's CPU random streams), as written without this helper
+        return model
 
     state = model.state_dict()
     new = {}

@@ -60,6 +60,14 @@ def _in_projection(query, key, value, in_proj_weight, in_proj_bias, q_w, k_w, v_
     if in_proj_weight is not None and key is value and query is key:
         # Self-attention: one product for the three projections, split into views.
         return _project(query, in_proj_weight, in_proj_bias, 3)
+    if in_proj_weight is not None and key is value:
+        # Encoder-decoder attention: one product for the key and value projections of the memory, as
+        # PyTorch's _in_projection_packed does (a width mismatch then names that (E, 2E) product).
+        w_q, w_kv = in_proj_weight.split([embed_dim, 2 * embed_dim])
+        b_q = b_kv = None
+        if in_proj_bias is not None:
+            b_q, b_kv = in_proj_bias.split([embed_dim, 2 * embed_dim])
+        return (_project(query, w_q, b_q)[0], *_project(key, w_kv, b_kv, 2))
     if in_proj_weight is not None:
         q_w, k_w, v_w = in_proj_weight.chunk(3)
     b_q = b_k = b_v = None
@@ -138,6 +146,9 @@ def _mha_forward(
     if use_separate_proj_weight:
         # PyTorch's _in_projection asserts each weight's shape against its input
         e_q, e_k, e_v = query.shape[-1], key.shape[-1], value.shape[-1]
+        for kind, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {kind}_proj_weight is None")
         for kind, w, shp in (("query", q_proj_weight, (e_q, e_q)), ("key", k_proj_weight, (e_q, e_k)),
                              ("value", v_proj_weight, (e_q, e_v))):
             if tuple(w.shape) != shp:
@@ -224,13 +235,15 @@ def _mha_forward(
     # (N, H, L, head_dim) -> (L * N, E) rows, the output projection, (L, N, E) contiguous, as
     # PyTorch lays it out whatever the input's layout: MultiheadAttention(batch_first=True) then
     # returns the (N, L, E) transposed view of it, and a dropout after attention (Transformer
-    # layers' dropout1) draws its mask in that memory order, so seeded runs match PyTorch's.
+    # layers' dropout1) draws its mask in that memory order, so seeded runs match PyTorch's. The output
+    # projection may change the width (CLIP's AttentionPool2d projects to output_dim).
+    out_width = out_proj_weight.shape[0]
     if batch_major_out and _batch_first_storage(query):
         out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, embed_dim).transpose(0, 1)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, out_width).transpose(0, 1)
     else:
         out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, out_width)
     if unbatched:
         out = out.squeeze(1)
     return out, weights

@@ -25,8 +25,9 @@ from .products import _mm_check, _out, bmm_op, mm_op, mv_op, type_name
 _ELL = "..."
 
 
-def _parse_term(term: str, where: str) -> list:
-    """Labels of one subscript term, with '...' as a single token."""
+def _parse_term(term: str, where: str, positions: list | None = None) -> list:
+    """Labels of one subscript term, with '...' as a single token. ``positions``: each of the term's
+    characters' index in the equation as written (spaces included), the index an error names."""
     labels, i = [], 0
     while i < len(term):
         c = term[i]
@@ -37,7 +38,8 @@ def _parse_term(term: str, where: str) -> list:
             i += 3
             continue
         if not c.isascii() or not c.isalpha():
-            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+            at = positions[i] if positions is not None else i
+            raise RuntimeError(f"einsum(): invalid subscript given at index {at} in the equation string, "
                                f"subscripts must be in [a-zA-Z]")
         labels.append(c)
         i += 1
@@ -81,8 +83,12 @@ def einsum(*args) -> Tensor:
         if not isinstance(op, Tensor):
             raise TypeError(f"einsum(): operands must be Tensors, not {type(op).__name__}")
     eq = equation.replace(" ", "")
+    where = [i for i, c in enumerate(equation) if c != " "]  # eq's characters' indices in the equation
     lhs, arrow, rhs = eq.partition("->")
-    terms = [_parse_term(t, f"operand {i}") for i, t in enumerate(lhs.split(","))]
+    terms, start = [], 0
+    for i, t in enumerate(lhs.split(",")):
+        terms.append(_parse_term(t, f"operand {i}", where[start:start + len(t)]))
+        start += len(t) + 1
     if len(terms) > len(operands):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
     if len(terms) < len(operands):
@@ -117,7 +123,7 @@ def einsum(*args) -> Tensor:
 
     op_labels = [expand_term(t, n) for t, n in zip(terms, ell_ndims)]
     if arrow:
-        out_terms = _parse_term(rhs, "the output")
+        out_terms = _parse_term(rhs, "the output", where[len(lhs) + 2:])
         seen = set()
         for lab in out_terms:
             if lab == _ELL:

@@ -209,6 +209,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if hk != hv:  # each repeated to the query's heads on its own (the kernels take one ratio)
             key = _repeat_heads(key, hq // hk) if hk != hq else key
             value = _repeat_heads(value, hq // hv) if hv != hq else value
+    elif not enable_gqa:
+        # the batch dims broadcast as the math path's two matmuls do (a head-count mismatch without
+        # enable_gqa is PyTorch's broadcasting error, not an expansion)
+        broadcast_shapes(broadcast_shapes(tuple(query._shape[:-2]), tuple(key._shape[:-2])),
+                         tuple(value._shape[:-2]))
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .attention_flash import flash_op, routes_to_flash

@@ -190,7 +190,8 @@ def _norm_result(x, p, dim, keepdim, dtype):
                                f"convertible without narrowing to the specified dtype ({type_name(rd)})")
     if isinstance(p, str):
         if p != "fro":
-            raise RuntimeError(f"norm: p={p!r} is not supported (only 'fro' and numbers)")
+            # PyTorch hands every other string order to linalg.matrix_norm, which names it
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
         if isinstance(dim, (list, tuple)) and len(dim) > 2:  # PyTorch hands these to matrix_norm
             if x.ndim < 2:
                 raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -240,6 +241,13 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if isinstance(p, str) and p == "nuc":  # PyTorch's norm hands the nuclear norm to nuclear_norm
         from ..linalg.lowrank import nuclear_norm
 
+        # through linalg.matrix_norm, which checks the rank, then the dims (all of them when None)
+        if isinstance(input, Tensor) and input.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        if isinstance(input, Tensor):
+            dims = list(range(input.ndim)) if dim is None else (list(dim) if isinstance(dim, (list, tuple)) else [dim])
+            if len(dims) != 2:
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
         result = nuclear_norm(input, dim, keepdim=keepdim)
         return write_out(result if dtype is None else result.to(dtype), out, overlap=False)
     return write_out(norm_op(input, p, dim, keepdim, dtype), out, overlap=False)

@@ -338,6 +338,12 @@ def cartesian_prod(*tensors) -> Tensor:
     return stack([g.reshape(-1) for g in grids], 1)
 
 
+def _integral_repeats(repeats: Tensor) -> None:
+    """PyTorch's kernel is built for int32/int64 repeats only."""
+    if repeats.dtype not in (dtypes.int32, dtypes.int64):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{type_name(repeats.dtype)}\'')
+
+
 def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
     """Repeats each element ``repeats`` times along ``dim`` (flattened when dim is None).
 
@@ -348,19 +354,27 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
 
     if repeats is None:  # repeat_interleave(repeats): arange(len) repeated by count
         counts = input
-        if counts.ndim != 1 or counts.dtype.is_floating_point:
+        if counts.ndim != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        _integral_repeats(counts)
         return repeat_interleave(arange(counts.shape[0], device=counts.device), counts, 0, output_size=output_size)
     if dim is None:
         input = input.flatten()
         dim = 0
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
-    if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
-        repeats = int(repeats.item())
+    if isinstance(repeats, Tensor):
+        # PyTorch checks a repeats tensor's rank and dtype before looking at its values
+        if repeats.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        _integral_repeats(repeats)
+        if repeats.numel() == 1:
+            if int(repeats.item()) < 0:
+                raise RuntimeError("repeats can not be negative")
+            repeats = int(repeats.item())
     if isinstance(repeats, int):
         if repeats < 0:
-            raise RuntimeError("repeats can not be negative")
+            raise RuntimeError("Repeats must be non-negative")
         if input.ndim == 0:
             input = input.reshape(1)
         expanded = input.unsqueeze(d + 1)
