@@ -134,3 +134,22 @@ def test_calls_before_init_and_bad_init_arguments_match_pytorch():
     ember_results, _, _ = run_ranks("misuse_program.py", 1, "ember", limit=60)
     torch_results, _, _ = run_ranks("misuse_program.py", 1, "torch", limit=60)
     assert ember_results[0] == torch_results[0]
+
+
+def test_sharing_strategies_as_torch():
+    import torch.multiprocessing as tmp
+
+    import ember.multiprocessing as emp
+
+    assert emp.get_all_sharing_strategies() == tmp.get_all_sharing_strategies()
+    assert emp.get_sharing_strategy() == tmp.get_sharing_strategy() == "file_descriptor"
+    try:
+        for mp in (emp, tmp):
+            mp.set_sharing_strategy("file_system")
+            assert mp.get_sharing_strategy() == "file_system"
+            with pytest.raises(AssertionError):
+                mp.set_sharing_strategy("shared_memory")
+            assert mp.get_sharing_strategy() == "file_system"
+    finally:
+        emp.set_sharing_strategy("file_descriptor")
+        tmp.set_sharing_strategy("file_descriptor")
