@@ -75,8 +75,9 @@ def _foreign(obj, n) -> bool:
 
 
 def _reexport(mod, path, n, obj) -> bool:
-    """A sub-namespace's value it does not list in ``__all__``, or its import of a name defined elsewhere (``torch.nn.utils.stateless.Tensor``,
-    ``torch.distributions.kl.Pareto``): not in the module's ``__all__`` and defined outside its package.
+    """A sub-namespace's value it does not list in ``__all__`` (a logger, ``math.inf``), or its import of a
+    name defined elsewhere (``torch.nn.utils.stateless.Tensor``, ``torch.distributions.kl.Pareto``): not in
+    the module's ``__all__`` and defined outside its package.
     Only modules that declare ``__all__`` are judged (nn, nn.functional, linalg have none: their names
     come from C bindings and torch.nn.modules)."""
     listed = getattr(mod, "__all__", None)
