@@ -5,9 +5,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from ember._src.api import default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ember._src.api import (
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+    thread_safe_generator,
+)
 
-__all__ = ["default_generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
+__all__ = ["default_generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state",
+           "thread_safe_generator"]
 
 
 @contextlib.contextmanager
