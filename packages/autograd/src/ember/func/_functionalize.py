@@ -23,7 +23,8 @@ def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Cal
             f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. Valid options "
             "are:\n     remove='mutations': all inplace and out= operators will be removed from the program, and "
             "replaced with their out-of-place equivalents.\n     remove='mutations_and_views': In addition to the "
-            "above, all aliasing operators {view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
+            "above, all aliasing operators {view} will be replaced with their non-aliasing counterparts, "
+            "{view}_copy.\n")
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
