@@ -85,7 +85,7 @@ def test_module_matches_torch():
             mods.append(m)
         e, t = mods
         with torch.no_grad():
-            for (name, pe), (_, pt) in zip(e.named_parameters(), t.named_parameters(), strict=True):
+            for (_, pe), (_, pt) in zip(e.named_parameters(), t.named_parameters(), strict=True):
                 pt.copy_(torch.tensor(pe.detach().numpy()))
         assert [n for n, _ in e.named_parameters()] == [n for n, _ in t.named_parameters()]
         x = np.random.default_rng(3).standard_normal((6, 3)).astype(np.float32)
