@@ -59,16 +59,21 @@ def signatures():
     return _module("api_signatures")
 
 
-def test_signatures_match_pytorch(signatures):
-    diffs, compared = signatures.report()
+@pytest.fixture(scope="module")
+def signature_report(signatures):
+    return signatures.report()
+
+
+def test_signatures_match_pytorch(signatures, signature_report):
+    diffs, compared = signature_report
     assert compared > 1000, f"only {compared} signatures compared: the walk over the namespaces broke"
     new = {k: d for k, d in diffs.items() if k not in signatures.EXCEPTIONS}
     assert not new, "signatures that differ from PyTorch's:\n" + "\n".join(f"{k}: {d}" for k, d in sorted(new.items()))
 
 
-def test_signature_exceptions_are_current(signatures):
+def test_signature_exceptions_are_current(signatures, signature_report):
     """An exception that no longer differs (or whose name went away) is removed from the list."""
-    diffs, _ = signatures.report()
+    diffs, _ = signature_report
     stale = sorted(k for k in signatures.EXCEPTIONS if k not in diffs)
     assert not stale, f"listed signature exceptions that no longer differ: {stale}"
     assert all(str(why).strip() for why in signatures.EXCEPTIONS.values())
