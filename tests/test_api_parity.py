@@ -50,7 +50,7 @@ def test_names_found_in_upper_packages():
     ref = torch.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2), (torch.tensor(0), torch.ones(2)))
     assert int(out[0]) == int(ref[0]) and out[1].tolist() == ref[1].tolist()
     for name in ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "max_pool3d",
-                 "ctc_loss"):
+                 "ctc_loss", "embedding_bag"):
         assert callable(getattr(ember, name))
 
 

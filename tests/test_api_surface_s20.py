@@ -297,3 +297,44 @@ def test_torch_function_mode_init_and_resolve_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ov.handle_torch_function.__code__.co_varnames[0] == "public_api"
+
+
+# -- torch.embedding_bag (ATen's form, from ember-nn) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("variant", ["plain", "padding", "last_offset", "int32"])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_aten_embedding_bag_matches_cpu_kernel(mode, variant, requires_grad):
+    rng = np.random.default_rng(0)
+    w = np.round(rng.standard_normal((10, 3)), 1).astype(np.float32)
+    w[5, 0] = w[4, 0]  # a tie inside a bag: the first index wins max_indices
+    idx, off = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4])
+    args = {"plain": (off, False, None), "padding": (off, False, 4),
+            "last_offset": (np.array([0, 4, 4, 8]), True, None), "int32": (off, False, None)}[variant]
+    itype = np.int32 if variant == "int32" else np.int64
+
+    def run(lib):
+        weight = lib.tensor(w, requires_grad=requires_grad)
+        out = lib.embedding_bag(weight, lib.tensor(idx.astype(itype)), lib.tensor(args[0].astype(itype)), False, mode,
+                                False, None, args[1], args[2])
+        if requires_grad:
+            out[0].sum().backward()
+        grad = weight.grad.numpy() if requires_grad else np.zeros(1)
+        return [out[0].detach().numpy(), grad] + [t.numpy() for t in out[1:]] + \
+            [str(t.dtype).split(".")[-1] for t in out]
+
+    e, t = run(ember), run(torch)
+    for a, b in zip(e[:5], t[:5], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        assert a.shape == b.shape
+    assert e[5:] == t[5:]
+
+
+def test_aten_embedding_bag_errors():
+    for lib in (torch, ember):
+        w, idx, off = lib.ones(5, 2), lib.tensor([0, 1]), lib.tensor([0])
+        with pytest.raises(RuntimeError, match="must be sum, mean, or max"):
+            lib.embedding_bag(w, idx, off, False, 3)
+        with pytest.raises(TypeError, match="must be int, not bool"):
+            lib.embedding_bag(w, idx, off, False, True)
