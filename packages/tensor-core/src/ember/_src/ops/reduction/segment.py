@@ -57,8 +57,9 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     # Each position's segment: positions past the last segment (possible only with unsafe) go to an
     # extra slot, dropped below; empty segments get no position.
     ends = E.cumsum(lengths, -1)
-    positions = E.arange(data.shape[axis], device=data.device).expand(*lengths.shape[:-1], data.shape[axis])
-    seg = E.searchsorted(ends, positions.contiguous(), right=True).clamp_max(segments)
+    # The segment ids come from the lengths' values, on the lengths' device (the data may be on "meta").
+    positions = E.arange(data.shape[axis], device=lengths.device).expand(*lengths.shape[:-1], data.shape[axis])
+    seg = E.searchsorted(ends, positions.contiguous(), right=True).clamp_max(segments).to(data.device)
     trailing = data.ndim - axis - 1
     seg = seg.reshape(seg.shape + (1,) * trailing).expand(data.shape)
     out_shape = data.shape[:axis] + (segments + 1,) + data.shape[axis + 1:]
@@ -67,7 +68,7 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     base = E.full(out_shape, fill, dtype=data.dtype, device=data.device)
     out = base.scatter_reduce(axis, seg, data, "sum" if kind == "mean" else kind, include_self=True)
     out = out.narrow(axis, 0, segments)
-    counts = lengths.reshape(lengths.shape + (1,) * trailing).to(data.dtype)
+    counts = lengths.reshape(lengths.shape + (1,) * trailing).to(data.device, data.dtype)
     if initial is not None:
         if kind == "sum":
             out = out + initial
