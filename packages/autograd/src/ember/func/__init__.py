@@ -6,7 +6,7 @@
 transform composes with every other (``vmap(grad(f))``, ``jacrev(jacrev(f))``, ...).
 """
 
-from ._batched import debug_unwrap
+from ._debug import debug_unwrap
 from ._forward import jvp, linearize
 from ._functional_call import functional_call, replace_all_batch_norm_modules_, stack_module_state
 from ._functionalize import functionalize

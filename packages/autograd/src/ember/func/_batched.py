@@ -297,13 +297,3 @@ class VmapMode(DispatchMode):
 # The rule table imports this module (for BatchedTensor): it is read as ``batching.<name>`` at call
 # time, so either module may be imported first.
 from . import batching  # noqa: E402
-
-
-def debug_unwrap(tensor: Tensor, *, recurse: bool = True) -> Tensor:
-    """``ember.func.debug_unwrap``: the physical value under a vmap's BatchedTensor (batch dim first;
-    every level's with ``recurse``), for printing in a debugger; any other tensor unchanged. grad
-    transforms do not wrap tensors in ember, so there is nothing to remove for them."""
-    if not isinstance(tensor, BatchedTensor):
-        return tensor
-    value = tensor._value
-    return debug_unwrap(value) if recurse else value
