@@ -49,7 +49,7 @@ _OPTIONAL_SUBPACKAGES = (
 
 
 _FROM_NN = frozenset(("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "max_pool3d",
-                      "ctc_loss"))
+                      "ctc_loss", "embedding_bag"))
 
 
 def __getattr__(name):

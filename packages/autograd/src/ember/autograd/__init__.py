@@ -49,6 +49,12 @@ __all__ = [
     "set_multithreading_enabled",
 ]
 
+def variable(*args, **kwargs):
+    """PyTorch's removed factory (the name shadows the ``variable`` submodule there too, whose
+    ``Variable`` stays importable from ``ember.autograd.variable``)."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
+
+
 def is_view_replay_enabled() -> bool:
     """Whether autograd replays the chain of view ops to rebuild a view (PyTorch's opt-in for
     backends without as_strided). ember regenerates views from their base's geometry, so always

@@ -526,8 +526,23 @@ def _root(outputs, grad_outputs, create_graph):
     return GraphRoot(edges, _root_grads(outputs, grad_outputs, create_graph))
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """``ember.autograd.backward``: accumulates gradients of ``tensors`` into the leaves."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """``ember.autograd.backward``: accumulates gradients of ``tensors`` into the leaves.
+    ``grad_variables`` is PyTorch's deprecated spelling of ``grad_tensors``; ``inputs`` may be a dict
+    (its values), as in PyTorch 2.13."""
+    if grad_variables is not None:
+        import warnings
+
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
+    if type(inputs) is dict:
+        inputs = tuple(inputs.values())
+    elif inputs is not None and not isinstance(inputs, Tensor) and hasattr(inputs, "keys"):
+        raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     sync_pending(None, "Tensor.backward()")  # a lazy tracer's pending ops run first (their history)
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors)

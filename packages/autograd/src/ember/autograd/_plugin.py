@@ -114,7 +114,8 @@ class AutogradPlugin:
         _recording_label(tensor, op_name, inputs)
 
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
+        _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                         inputs=inputs)
 
     def register_hook(self, tensor, hook):
         return register_hook(tensor, hook)

@@ -61,9 +61,9 @@ class enforce_grad_layout_policy(_DecoratorContextManager):  # noqa: N801 - PyTo
         self.mode = bool(enable)
         _LAYOUT_POLICY.enabled = self.mode
 
-    def __call__(self, func):
+    def __call__(self, orig_func):
         _LAYOUT_POLICY.enabled = self.prev  # as a decorator it applies inside the calls only
-        return super().__call__(func)
+        return super().__call__(orig_func)
 
     def __enter__(self) -> None:
         pass

@@ -97,14 +97,18 @@ class RemovableHandle:
 
     _ids = itertools.count()
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks_dict: dict, *, extra_dict=None):
         self.id = next(RemovableHandle._ids)
-        self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else (lambda: hooks)
+        self._hooks_ref = _ref(hooks_dict)
+        # PyTorch's extra_dict: other dicts (one, or a list) keyed by the same id, cleared by remove() too.
+        extra = [] if extra_dict is None else [extra_dict] if isinstance(extra_dict, dict) else list(extra_dict)
+        self._extra_refs = tuple(_ref(d) for d in extra)
 
     def remove(self) -> None:
-        hooks = self._hooks_ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        for ref in (self._hooks_ref, *self._extra_refs):
+            hooks = ref()
+            if hooks is not None:
+                hooks.pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -121,6 +125,10 @@ class _HookDict(dict):
 
 def _weakrefable(obj) -> bool:
     return isinstance(obj, _HookDict)
+
+
+def _ref(hooks):
+    return weakref.ref(hooks) if _weakrefable(hooks) else (lambda: hooks)
 
 
 def add_hook(hooks: _HookDict, fn) -> RemovableHandle:
@@ -268,13 +276,13 @@ class GradientEdge(NamedTuple):
     output_nr: int
 
 
-def get_gradient_edge(t: Tensor) -> GradientEdge:
-    """``(node, output_nr)`` through which gradient reaches ``t``; ``(None, 0)`` if none."""
-    fn = t.grad_fn
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """``(node, output_nr)`` through which gradient reaches ``tensor``; ``(None, 0)`` if none."""
+    fn = tensor.grad_fn
     if fn is not None:
-        return GradientEdge(fn, output_nr(t))
-    if t._requires_grad:
-        return GradientEdge(grad_accumulator(t), 0)
+        return GradientEdge(fn, output_nr(tensor))
+    if tensor._requires_grad:
+        return GradientEdge(grad_accumulator(tensor), 0)
     return GradientEdge(None, 0)
 
 

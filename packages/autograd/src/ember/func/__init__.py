@@ -6,14 +6,18 @@
 transform composes with every other (``vmap(grad(f))``, ``jacrev(jacrev(f))``, ...).
 """
 
+from ._debug import debug_unwrap
 from ._forward import jvp, linearize
 from ._functional_call import functional_call, replace_all_batch_norm_modules_, stack_module_state
+from ._functionalize import functionalize
 from ._grad import grad, grad_and_value, vjp
 from ._jacobian import hessian, jacfwd, jacrev
 from ._vmap import vmap
 
 __all__ = [
+    "debug_unwrap",
     "functional_call",
+    "functionalize",
     "grad",
     "grad_and_value",
     "hessian",

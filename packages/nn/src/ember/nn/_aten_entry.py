@@ -1,10 +1,11 @@
 """Top-level names PyTorch exposes for nn kernels with ATen's integer-coded arguments
 (``torch.grid_sampler``, ``torch.affine_grid_generator``, ``torch.max_pool3d``,
-``torch.ctc_loss``). They live in ember-nn, above the core, and ``ember.<name>`` finds them
+``torch.ctc_loss``, ``torch.embedding_bag``). They live in ember-nn, above the core, and ``ember.<name>`` finds them
 through the core's optional-package lookup (ember/__init__.py)."""
 
 from __future__ import annotations
 
+import ember
 from ember import Tensor
 
 from . import functional as F
@@ -61,4 +62,51 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
                       zero_infinity)
 
 
-NAMES = ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "max_pool3d", "ctc_loss")
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0,
+                  sparse: bool = False, per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None):
+    """ATen's form of ``F.embedding_bag``: ``(output, offset2bag, bag_size, max_indices)``. The output is
+    F.embedding_bag's (and its gradient); the other three are what PyTorch's CPU kernel returns beside it
+    (its backward's bookkeeping): the bag of each index (left empty by the sum mode's fast path, i.e. sum
+    without padding_idx), each bag's count of non-padding indices (zeros for sum), and for max the index
+    into ``weight`` that won each (bag, column) (mean: the counts again; sum: zeros); empty bags give 0.
+    Checked against PyTorch 2.13's CPU kernel (tests/test_api_surface_s20.py)."""
+    if isinstance(mode, bool) or not isinstance(mode, int):
+        raise TypeError(f"embedding_bag(): argument 'mode' (position 5) must be int, not {type(mode).__name__}")
+    if mode not in _BAG_MODES:
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+    name = _BAG_MODES[mode]
+    output = F.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, name, sparse, per_sample_weights,
+                             include_last_offset, padding_idx)
+    recorded = ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in (weight, per_sample_weights))
+    with ember.no_grad():
+        n, bags, itype = indices.shape[0], output.shape[0], indices.dtype
+        starts = ember.zeros(n + 1, dtype=ember.int64).index_add(0, offsets[:bags].long(),
+                                                                  ember.ones(bags, dtype=ember.int64))
+        bag = starts[:n].cumsum(0) - 1
+        keep = ember.ones(n, dtype=ember.bool) if padding_idx is None else indices != padding_idx % weight.shape[0]
+        counts = ember.zeros(bags, dtype=ember.int64).index_add(0, bag, keep.long())
+        offset2bag = bag.to(itype) if name != "sum" or padding_idx is not None else indices.new_zeros((0,))
+        # sum leaves zeros: one per offset (the last one included) when nothing needs a gradient, one per bag
+        # when something does (PyTorch's autograd entry); the other modes one count per bag.
+        zeros = bags if recorded else offsets.shape[0]
+        bag_size = indices.new_zeros((zeros,)) if name == "sum" else counts.to(itype)
+        if name == "max":
+            # The winning index of each (bag, column): the first kept position holding the bag's maximum.
+            rows = weight.detach()[indices.long()]
+            pos = ember.arange(n).unsqueeze(1).expand(n, weight.shape[1])
+            hit = (rows == output.detach()[bag.clamp_min(0)]) & keep.unsqueeze(1)
+            first = ember.full((bags + 1, weight.shape[1]), n, dtype=ember.int64).scatter_reduce(
+                0, ember.where(hit, bag.unsqueeze(1), bags).expand(n, weight.shape[1]),
+                ember.where(hit, pos, n), "amin")[:bags]
+            max_indices = ember.where(first < n, indices.long()[first.clamp_max(max(n - 1, 0))], 0).to(itype)
+        else:
+            max_indices = bag_size.clone()
+    return output, offset2bag, bag_size, max_indices
+
+
+NAMES = ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "max_pool3d", "ctc_loss",
+         "embedding_bag")

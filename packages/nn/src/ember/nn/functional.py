@@ -888,6 +888,7 @@ from .functional_fractional import (  # noqa: E402,F401
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
+from .functional_linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 # Every public function here takes part in the __torch_function__ protocol (ember.overrides).
 _torch_function.register_namespace(__import__("sys").modules[__name__])

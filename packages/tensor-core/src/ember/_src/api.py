@@ -5,7 +5,8 @@ from __future__ import annotations
 from ._native import _C
 from . import dispatch as _dispatch
 from .device import device
-from .generator import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .generator import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+                        thread_safe_generator)
 from .dtypes import (
     bfloat16, can_cast, complex64, complex128, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
     int8, int16, int32, int64, promote_types, set_default_dtype, uint8,

@@ -99,7 +99,7 @@ def get_default_dtype() -> dtype:
     return _default_dtype
 
 
-def set_default_dtype(d: dtype) -> None:
+def set_default_dtype(d: dtype, /) -> None:
     """Sets the dtype of Python floats and of float tensors created without a dtype."""
     global _default_dtype
     if not isinstance(d, dtype) or not d.is_floating_point:

@@ -147,3 +147,19 @@ def get_rng_state():
 
 def set_rng_state(new_state) -> None:
     default_generator.set_state(new_state)
+
+
+def thread_safe_generator() -> Generator | None:
+    """The generator a DataLoader *thread* worker owns (its ``WorkerInfo.rng``), for transforms that
+    draw random numbers there; None elsewhere (the main process and process workers), which means
+    the default generator. ember's DataLoader runs process workers only, but a WorkerInfo set up
+    with ``worker_method="thread"`` is honoured as in PyTorch."""
+    import sys
+
+    # No import of ember.utils.data (a package above the core): a worker exists only once it is loaded.
+    worker = sys.modules.get("ember.utils.data._utils.worker")
+    info = None if worker is None else worker.get_worker_info()
+    if info is not None and info.worker_method == "thread" and info.rng is not None:
+        return info.rng.torch_generator
+    return None
+

@@ -59,16 +59,16 @@ class _DecoratorContextManager:
             return cls()(orig_func)
         return super().__new__(cls)
 
-    def __call__(self, func):
+    def __call__(self, orig_func):
         import inspect  # on first use: inspect pulls in dis, tokenize, ast (import ember < 0.1 s)
 
-        if inspect.isgeneratorfunction(func):
-            return _generator_in_context(self.clone, func)
+        if inspect.isgeneratorfunction(orig_func):
+            return _generator_in_context(self.clone, orig_func)
 
-        @functools.wraps(func)
+        @functools.wraps(orig_func)
         def wrapper(*args, **kwargs):
             with self.clone():
-                return func(*args, **kwargs)
+                return orig_func(*args, **kwargs)
 
         return wrapper
 
@@ -113,7 +113,7 @@ def _generator_in_context(make_context, func):
 class no_grad(_DecoratorContextManager):  # noqa: N801
     """Disables gradient recording inside its block."""
 
-    def __init__(self, orig_func=None):
+    def __init__(self):  # a bare ``@no_grad`` never gets here: __new__ returns the wrapped function
         self.prev = True
 
     def __enter__(self):
@@ -128,7 +128,7 @@ class no_grad(_DecoratorContextManager):  # noqa: N801
 class enable_grad(_DecoratorContextManager):  # noqa: N801
     """Enables gradient recording inside its block (e.g. within ``no_grad``)."""
 
-    def __init__(self, orig_func=None):
+    def __init__(self):  # a bare ``@no_grad`` never gets here: __new__ returns the wrapped function
         self.prev = True
 
     def __enter__(self):

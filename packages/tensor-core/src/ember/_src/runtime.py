@@ -34,7 +34,7 @@ def get_float32_matmul_precision() -> str:
     return _MATMUL_PRECISION[0]
 
 
-def typename(obj) -> str:
+def typename(obj, /) -> str:
     """``torch.FloatTensor`` for tensors; else the qualified name of the class (of a class, a
     function or module itself), without the ``builtins.`` prefix: ``typename(5) == 'int'``."""
     if isinstance(obj, Tensor):
@@ -79,7 +79,7 @@ def set_num_interop_threads(num: int) -> None:
     _INTEROP_THREADS[0] = num
 
 
-def set_warn_always(b: bool) -> None:
+def set_warn_always(b: bool, /) -> None:
     """When on, warnings that PyTorch issues once per process are issued every time."""
     _WARN_ALWAYS[0] = bool(b)
 

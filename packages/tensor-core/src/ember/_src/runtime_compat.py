@@ -63,7 +63,7 @@ _TYPE_NAMES = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64, "H
                "BFloat16Tensor": dtypes.bfloat16}
 
 
-def set_default_tensor_type(t) -> None:
+def set_default_tensor_type(t, /) -> None:
     """Deprecated: sets the default floating dtype from a legacy type (``ember.DoubleTensor``) or its
     name (``"torch.DoubleTensor"``)."""
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "

@@ -134,7 +134,7 @@ class TypedStorage(metaclass=_LegacyStorageMeta):
     is_sparse = False
 
     @classmethod
-    def from_file(cls, filename, shared=False, size: int = 0):
+    def from_file(cls, filename, shared, size: int):
         """``size`` elements of the class's dtype over the file (``UntypedStorage.from_file``)."""
         _warn_typed_storage_removal()
         dtype = cls.__dict__.get("dtype") or dtypes.get_default_dtype()
@@ -244,7 +244,7 @@ class TypedStorage(metaclass=_LegacyStorageMeta):
     def get_device(self) -> int:
         return self._untyped_storage.get_device()
 
-    def is_pinned(self, device="cuda") -> bool:
+    def is_pinned(self, device=None) -> bool:
         return False
 
     def is_shared(self) -> bool:
@@ -390,8 +390,9 @@ def _rebuild_typed_storage(untyped, dtype):
 
 
 def _legacy_class(name: str, dtype) -> type:
-    def __init__(self, *args, device=None, dtype=None, wrap_storage=None):
-        TypedStorage.__init__(self, *args, device=device, dtype=dtype, wrap_storage=wrap_storage, _internal=True)
+    def __init__(self, *args, device=None, dtype=None, wrap_storage=None, _internal: bool = False):
+        # As PyTorch's legacy classes: constructing one directly warns that TypedStorage is deprecated.
+        TypedStorage.__init__(self, *args, device=device, dtype=dtype, wrap_storage=wrap_storage, _internal=_internal)
 
     return _LegacyStorageMeta(name, (TypedStorage,), {"dtype": dtype, "__init__": __init__, "__module__": "ember"})
 

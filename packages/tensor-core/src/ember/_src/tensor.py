@@ -666,7 +666,7 @@ def _is_array_like(obj) -> bool:
     return hasattr(obj, "__array_interface__") and not isinstance(obj, Tensor)
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj, /) -> bool:
     return isinstance(obj, Tensor)
 
 

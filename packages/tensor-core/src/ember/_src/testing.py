@@ -100,9 +100,13 @@ def _unravel(flat: int, shape) -> tuple:
     return tuple(reversed(index))
 
 
-def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: bool = False,
-                noncontiguous: bool = False, exclude_zero: bool = False):
-    """A random tensor for tests, as ``torch.testing.make_tensor``."""
+def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad: bool = False,
+                noncontiguous: bool = False, exclude_zero: bool = False, memory_format=None):
+    """A random tensor for tests, as ``torch.testing.make_tensor`` (``memory_format``: the result is
+    ``.clone(memory_format=...)`` of it, exclusive with ``noncontiguous``)."""
+    if noncontiguous and memory_format is not None:
+        raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually exclusive, "
+                         f"but got noncontiguous={noncontiguous} and memory_format={memory_format}")
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -130,6 +134,8 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: 
         doubled = creation.empty(tuple(shape[:-1]) + (shape[-1] * 2,), dtype=dtype, device=device)
         doubled[..., ::2] = result
         result = doubled[..., ::2]
+    if memory_format is not None:
+        result = result.clone(memory_format=memory_format)
     if requires_grad:
         result.requires_grad_(True)
     return result

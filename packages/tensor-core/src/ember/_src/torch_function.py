@@ -88,6 +88,9 @@ class TorchFunctionMode:
     ``__torch_function__(self, func, types, args=(), kwargs=None)``. Modes stack; while one runs
     it is popped, so that calling ``func`` there reaches the next mode (or the arguments' handlers)."""
 
+    def __init__(self) -> None:  # PyTorch's signature: a subclass's __init__ may call super().__init__()
+        pass
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         raise NotImplementedError
 
@@ -175,16 +178,16 @@ def _name_of(func) -> str:
     return getattr(func, "__name__", None) or repr(func)
 
 
-def handle_torch_function(public, relevant_args, *args, **kwargs):
-    """Calls the handlers for ``public(*args, **kwargs)`` (modes first, then the overloaded
+def handle_torch_function(public_api, relevant_args, *args, **kwargs):
+    """Calls the handlers for ``public_api(*args, **kwargs)`` (modes first, then the overloaded
     arguments among ``relevant_args``); TypeError when every one returns NotImplemented."""
     state = _STATE
     overloaded = [] if state.subclasses_disabled else _overloaded_args(relevant_args, None)
     types_ = tuple(type(a) for a in overloaded)
-    result = _run_handlers(state.modes and not state.all_disabled, public, types_, overloaded, args, kwargs)
+    result = _run_handlers(state.modes and not state.all_disabled, public_api, types_, overloaded, args, kwargs)
     if result is not NotImplemented:
         return result
-    raise TypeError(f"no implementation found for '{_qualified_name(public)}' on types that implement "
+    raise TypeError(f"no implementation found for '{_qualified_name(public_api)}' on types that implement "
                     f"__torch_function__: {list(types_)}")
 
 

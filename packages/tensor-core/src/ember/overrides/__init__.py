@@ -23,7 +23,7 @@ __all__ = [
     "get_ignored_functions", "get_overridable_functions", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic", "is_tensor_like", "is_tensor_method_or_property",
     "TorchFunctionMode", "BaseTorchFunctionMode", "enable_reentrant_dispatch", "wrap_torch_function",
-    "get_default_nowrap_functions",
+    "get_default_nowrap_functions", "resolve_name",
 ]
 
 _tf.enable()
@@ -137,3 +137,23 @@ def get_overridable_functions() -> dict:
             tensor.append(value)
     result[ember.Tensor] = tensor
     return result
+
+
+def resolve_name(f):
+    """The qualified name of an overridable function (``"ember.add"``, ``"ember.Tensor.add"``,
+    ``"ember.Tensor.grad.__get__"``); None for anything else. Evaluated, it gives back ``f``."""
+    from ember import Tensor
+
+    for namespace, functions in get_overridable_functions().items():
+        if f not in functions:
+            continue
+        if namespace is Tensor:
+            for name, value in vars(Tensor).items():
+                if value is f or (isinstance(value, property) and value.__get__ == f):
+                    return f"ember.Tensor.{name}.__get__" if isinstance(value, property) else f"ember.Tensor.{name}"
+            return None
+        for name, value in vars(namespace).items():
+            if value is f and not name.startswith("_"):
+                return f"{namespace.__name__}.{name}"
+    return None
+

@@ -11,6 +11,7 @@ import io
 import os
 import pickle
 import sys
+import warnings
 from collections import OrderedDict
 
 from ember._src.dispatch import sync_pending
@@ -128,7 +129,7 @@ def _write_archive(f, archive: str, data_pkl: bytes, storages, byteorder_record:
     writer.close()
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False) -> None:
     """Saves ``obj`` to ``f`` (a path or a binary file object) in PyTorch's checkpoint format.
 
@@ -306,7 +307,29 @@ class _FullUnpickler(pickle.Unpickler):
         return self._policy.persistent_load(pid)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+def _resolve_weights_only(weights_only, pickle_module) -> bool:
+    """PyTorch's rule: unset means True unless a pickle_module is given; TORCH_FORCE_WEIGHTS_ONLY_LOAD
+    forces True, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD forces False where the caller left it unset."""
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    truthy = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force:
+        return True
+    if force_no and not_set:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.",
+                      UserWarning, stacklevel=3)
+        return False
+    return bool(weights_only)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Loads an object saved by ``ember.save`` or ``torch.save`` (the zip format).
 
     With ``weights_only=True`` (the default, as in PyTorch) ember interprets the pickle itself and
@@ -317,6 +340,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     what the file names: for trusted files only (whole modules, NumPy arrays). Tensors are loaded
     on the CPU and own their memory (``mmap=True`` maps a file path copy-on-write instead).
     """
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     if pickle_module is not None and pickle_module is not pickle:
         raise RuntimeError("ember.load reads checkpoints with its own safe unpickler; pickle_module is not supported")
     encoding = pickle_load_args.pop("encoding", "utf-8")

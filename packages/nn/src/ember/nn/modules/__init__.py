@@ -20,6 +20,7 @@ from .fractional import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .lazy_norm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
+from .linear_cross_entropy import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403

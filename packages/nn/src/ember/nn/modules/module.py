@@ -364,8 +364,8 @@ class Module:
                 continue
             yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     # -- state dict ---------------------------------------------------------------------
@@ -614,7 +614,7 @@ class Module:
     def bfloat16(self) -> Module:
         return self._cast_floating(ember.bfloat16)
 
-    def to_empty(self, *, device=None, recurse: bool = True) -> Module:
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
         return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> Module:

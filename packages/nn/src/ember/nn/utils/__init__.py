@@ -1,10 +1,11 @@
 """``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing,
-parametrizations, weight/spectral norm."""
+parametrizations, weight/spectral norm, convolution weight memory formats."""
 
 from . import (  # noqa: F401
     clip_grad,
     convert_parameters,
     fusion,
+    memory_format,
     parametrizations,
     parametrize,
     rnn,  # noqa: F401
@@ -25,6 +26,7 @@ from .fusion import (  # noqa: F401
     fuse_linear_bn_weights,
 )
 from .init import skip_init  # noqa: F401
+from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: F401
 from .rnn import (  # noqa: F401
     PackedSequence,
     pack_padded_sequence,

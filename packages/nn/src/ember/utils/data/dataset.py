@@ -228,7 +228,7 @@ def _fractions_to_lengths(total: int, fractions) -> list:
     return lengths
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset, lengths, generator=ember.default_generator):
     """Splits ``dataset`` into non-overlapping random ``Subset`` s of the given lengths or fractions.
 
     The permutation is ``ember.randperm(len(dataset), generator=generator)`` (the default

@@ -19,7 +19,7 @@ from .linalg import contract, eig_ldl, lowrank, solves  # noqa: F401
 from .creation import buffers  # noqa: F401
 from .spectral import fft, signal  # noqa: F401
 from . import inplace_variants, introspection  # noqa: F401
-from .reduction import composite, histogramdd, integration, statistics  # noqa: F401
+from .reduction import composite, histogramdd, integration, segment, statistics  # noqa: F401
 from .random import counting  # noqa: F401
 from .shape import splits, view_copies, view_scatters  # noqa: F401
 from .optim import fused as optim_fused  # noqa: F401

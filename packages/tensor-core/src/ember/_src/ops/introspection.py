@@ -61,7 +61,7 @@ def get_device(input: Tensor) -> int:
     return input.get_device()
 
 
-def is_storage(obj) -> bool:
+def is_storage(obj, /) -> bool:
     from ..storage import TypedStorage
 
     return isinstance(obj, (_C.Storage, TypedStorage))

@@ -161,6 +161,9 @@ COMPOSED = {
     "view_as_real_copy": (lambda L: lambda a, b: L.view_as_real_copy(L.complex(a, b)), [(A, B)]),
     "istft": (lambda L: lambda x: L.istft(L.stft(x, 16, window=L.hann_window(16), return_complex=True), 16,
                                           window=L.hann_window(16)), [(T((64,)),)]),
+    # segments of lengths 2, 0, 3, 1 along dim 0 (test_segment_reduce.py covers every reduction and option)
+    "segment_reduce": (lambda L: lambda x: L.segment_reduce(x, "mean", lengths=L.tensor([2, 0, 3, 1]), initial=0.5),
+                       [(T((6, 3)),), (T((6,)),)]),
 }
 # Functions that compute no tensor: settings, seeds, files, interop. The file that tests each.
 UTILITIES = {
@@ -185,7 +188,7 @@ UTILITIES = {
     "set_warn_always": "test_*api*.py", "typename": "test_*api*.py", "use_deterministic_algorithms":
     "test_determinism_api.py", "from_numpy": "test_interop*.py", "frombuffer": "test_creation_extra_api.py",
     "from_file": "test_storage_from_file.py",
-    "get_rng_state": "test_random*.py",
+    "get_rng_state": "test_random*.py", "thread_safe_generator": "tests/test_api_surface_s20.py",
     **dict.fromkeys(("compiled_with_cxx11_abi", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
                      "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_device_module",
                      "init_num_threads", "is_distributed", "set_default_tensor_type", "to_dlpack", "svd_lowrank",

@@ -201,7 +201,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=True):
+                            return_indices=False):
+    # Always (output, indices): return_indices is only there for boolean_dispatch's common signature
+    # (PyTorch's default is False and ignored the same way).
     k, s, p, d = _max_args(kernel_size, stride, padding, dilation)
     return max_pool2d_with_indices_op(input, k, s, p, d, bool(ceil_mode))
 
@@ -223,7 +225,9 @@ def _unsqueeze_1d(input, fn: str):
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=True):
+                            return_indices=False):
+    # Always (output, indices): return_indices is only there for boolean_dispatch's common signature
+    # (PyTorch's default is False and ignored the same way).
     x = _unsqueeze_1d(input, "max_pool1d")
     k = _single(kernel_size)
     s, p, d = _single(stride, k), (0, padding if isinstance(padding, int) else padding[0]), _single(dilation)
