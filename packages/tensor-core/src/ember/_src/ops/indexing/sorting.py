@@ -34,8 +34,8 @@ def _write_pair(result_type, pair, out, input=None):
     """``out=(values, indices)`` for the ops returning both (values must not partially overlap input)."""
     if out is None:
         return result_type(*pair)
-    write_out(pair[0], out[0], (input,))
-    write_out(pair[1], out[1])
+    write_out(pair[0], out[0], (input,), exact_dtype=True)
+    write_out(pair[1], out[1], exact_dtype=True)
     return result_type(out[0], out[1])
 
 

@@ -346,8 +346,8 @@ def _max_min(input, dim, keepdim, out, binary, all_op, dim_op, result_cls, name)
         return write_out(all_op(input, None), out, overlap=False)
     values, indices = dim_op(input, dim, keepdim)
     if out is not None:
-        write_out(values, out[0], (input,))
-        write_out(indices, out[1], (input,))
+        write_out(values, out[0], (input,), exact_dtype=True)
+        write_out(indices, out[1], (input,), exact_dtype=True)
         return result_cls(out[0], out[1])
     return result_cls(values, indices)
 
@@ -385,11 +385,11 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmax_op(input, dim, keepdim), out, overlap=False)
+    return write_out(argmax_op(input, dim, keepdim), out, overlap=False, exact_dtype=True)
 
 
 def argmin(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmin_op(input, dim, keepdim), out, overlap=False)
+    return write_out(argmin_op(input, dim, keepdim), out, overlap=False, exact_dtype=True)
 
 
 # The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above;

@@ -164,11 +164,11 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
 
 
 def tril(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False)
+    return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False, exact_dtype=True)
 
 
 def triu(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False)
+    return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False, exact_dtype=True)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
