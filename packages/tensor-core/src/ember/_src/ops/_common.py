@@ -167,6 +167,12 @@ def fresh_result(result: Tensor) -> Tensor:
     return result
 
 
+def check_out_dtype(out, dtype, message: str) -> None:
+    """PyTorch's check of an op whose out= must have exactly ``dtype`` (no cast), with its message."""
+    if isinstance(out, Tensor) and out.dtype is not dtype:
+        raise RuntimeError(message)
+
+
 def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True,
               warn_resize: bool = True, exact_dtype: bool = False) -> Tensor:
     """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.

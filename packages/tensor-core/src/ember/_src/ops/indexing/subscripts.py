@@ -19,7 +19,15 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
-from .._common import check_int64_arg, check_scalar_fits, convert, fresh_result, type_name, write_out
+from .._common import (
+    check_int64_arg,
+    check_out_dtype,
+    check_scalar_fits,
+    convert,
+    fresh_result,
+    type_name,
+    write_out,
+)
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
@@ -381,6 +389,8 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     m = views.expand_op(mask, shape) if mask._shape != shape else mask
     if not shape:
         x, m = views.unsqueeze_op(x, 0), views.unsqueeze_op(m, 0)
+    if out is not None:
+        check_out_dtype(out, input.dtype, "masked_select(): self and result must have the same scalar type")
     return write_out(index_op(x, (m,)), out, distinct=(input, mask))
 
 
@@ -431,6 +441,8 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
+    if out is not None:
+        check_out_dtype(out, input.dtype, "index_select(): self and result must have the same scalar type")
     return write_out(index_select_op(input, dim, index), out, distinct=(input, index))
 
 
@@ -439,6 +451,9 @@ def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
         raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
+    if out is not None:
+        check_out_dtype(out, input.dtype, f"take(): self and out expected to have the same dtype, but got "
+                        f"self.dtype = {type_name(input.dtype)} and out.dtype = {type_name(out.dtype)}")
     flat = views.reshape(input, (numel(input._shape),))
     try:
         return write_out(index_op(flat, (index,)), out, distinct=(input, index))

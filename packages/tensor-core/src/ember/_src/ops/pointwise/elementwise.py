@@ -974,7 +974,10 @@ def _where_cpu(condition, a, b):
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    return write_out(where_op(condition, input, other), out, (condition, input, other))
+    result = where_op(condition, input, other)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out type to be {type_name(result.dtype)} but got {type_name(out.dtype)}")
+    return write_out(result, out, (condition, input, other))
 
 
 def lerp(input, end, weight, *, out=None):
@@ -1049,7 +1052,10 @@ def _check_clamp_bounds(fn: str, min, max) -> None:  # noqa: A002
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
     _check_clamp_bounds("clamp", min, max)
-    return write_out(clamp_op(input, min, max), out, (input, min, max))
+    result = clamp_op(input, min, max)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:  # clamp's out= takes no cast in PyTorch
+        raise RuntimeError(f"Found dtype {type_name(out.dtype)} but expected {type_name(result.dtype)}")
+    return write_out(result, out, (input, min, max))
 
 
 clip = clamp

@@ -171,8 +171,10 @@ def triu(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
     return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False, exact_dtype=True)
 
 
-def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """1-D input: a matrix with it on the ``diagonal``; 2-D input: that diagonal as a vector."""
+    if out is not None:
+        return write_out(diag(input, diagonal), out, exact_dtype=True)
 
     if input.ndim == 1:
         n = input._shape[0] + abs(diagonal)
