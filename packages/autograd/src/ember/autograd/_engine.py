@@ -557,8 +557,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     captures = {}
     for t in inputs:
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        if not t._requires_grad:  # PyTorch's backward(inputs=) retains grad on each input first
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn, nr = get_gradient_edge(t)
         if t.grad_fn is not None:
             captures.setdefault(fn, []).append((nr, t))

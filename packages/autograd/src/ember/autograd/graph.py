@@ -251,7 +251,8 @@ class AccumulateGrad(Node):
             meta = self.variable._autograd_meta
             if meta is not None and meta.post_acc_hooks:
                 for hook in list(meta.post_acc_hooks.values()):
-                    hook(self.variable)
+                    if hook(self.variable) is not None:
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return ()
 
 

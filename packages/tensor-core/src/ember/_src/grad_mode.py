@@ -173,9 +173,10 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
 
     def __enter__(self):
         self.prev = (STATE.grad_enabled, STATE.inference)
-        if self.mode:
-            STATE.grad_enabled = False
-            STATE.inference = True
+        # inference_mode(False) leaves inference mode and turns grad on, even inside no_grad (PyTorch's
+        # InferenceMode(false) guard sets grad mode to true).
+        STATE.grad_enabled = not self.mode
+        STATE.inference = self.mode
 
     def __exit__(self, *exc):
         STATE.grad_enabled, STATE.inference = self.prev

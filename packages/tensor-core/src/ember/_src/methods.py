@@ -69,10 +69,7 @@ def _isub(self, other):
 
 def _neg(self):
     if self.dtype is dtypes.bool:
-        raise RuntimeError(
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-            "use the `~` or `logical_not()` operator instead."
-        )
+        raise RuntimeError(pointwise.NEG_BOOL_MESSAGE)
     return pointwise.UNARY_OPS["neg"][0](self)
 
 
@@ -170,6 +167,7 @@ def add_(self, other, *args, alpha=1):
         if form is None:
             raise _too_many("add_", 2 + len(args), 2)
         alpha, (other,) = form
+    pointwise.check_alpha(self, other, alpha)
     if fused_pointwise.fuses_alpha(self, other, alpha):
         return fused_pointwise.add_scaled_inplace_op(self, other, alpha)
     return pointwise.add_inplace_op(self, pointwise._scaled(self, other, alpha))
@@ -182,6 +180,7 @@ def sub_(self, other, *args, alpha=1):
             raise _too_many("sub_", 2 + len(args), 2)
         alpha, (other,) = form
     pointwise._check_sub_bool(self, other)
+    pointwise.check_alpha(self, other, alpha)
     if fused_pointwise.fuses_alpha(self, other, alpha):
         return fused_pointwise.add_scaled_inplace_op(self, other, fused_pointwise.negated_alpha(alpha))
     return pointwise.sub_inplace_op(self, pointwise._scaled(self, other, alpha))

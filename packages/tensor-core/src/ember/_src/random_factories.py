@@ -38,7 +38,8 @@ def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
 
 
 def _finish(t: Tensor, out, requires_grad: bool, overlap: bool = True) -> Tensor:
-    t = write_out(t, out, overlap=overlap)  # PyTorch refuses an expanded out= but for randperm's
+    # A mismatched out is resized silently, as PyTorch's factories do.
+    t = write_out(t, out, overlap=overlap, warn_resize=False)  # PyTorch refuses an expanded out= but for randperm's
     if requires_grad:
         set_factory_requires_grad(t)
     return t

@@ -311,6 +311,8 @@ class Tensor(_C.TensorBase):
     def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
+        if self.requires_grad and not (other.dtype.is_floating_point or other.dtype.is_complex):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         _C._keep_version_counter(self)  # self keeps its counter (shared with its views), not other's
         if other.dtype is not self.dtype:
             DTYPE_CHANGES[0] += 1

@@ -149,7 +149,7 @@ def cross(input, other, *, dim=-1, out=None):
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got {input.ndim} and "
                            f"{other.ndim}")
-    return _write_out(_cross(input, other, dim), out)
+    return _write_out(_cross(input, other, dim), out, exact_dtype=True)
 
 
 # -- norms -------------------------------------------------------------------------------------------

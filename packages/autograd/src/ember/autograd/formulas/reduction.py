@@ -99,11 +99,25 @@ def _evenly_distributed(grads, inputs, outputs):
     g = _restore(grads[0], x.shape, dims, keepdim)
     hit = ember.eq(x, _restore(outputs[0], x.shape, dims, keepdim))
     count = ember.sum(hit, dims, keepdim=True)
-    return (where_zero(ember.logical_not(hit), g / count),)
+    # a product, not a select, as PyTorch's scale_grad_by_count: a NaN result (no element equals it)
+    # gives NaN gradients there, and an infinite gradient times a missed element is NaN
+    return ((g / count) * hit,)
 
 
-for _name in ("amax", "amin", "max_all", "min_all"):
+def _evenly_distributed_nan(grads, inputs, outputs):
+    # max()/min() of all elements: a NaN result is shared by the NaNs (PyTorch's evenly_distribute_backward);
+    # amax/amin compare with == only, as PyTorch's scale_grad_by_count.
+    x = inputs.args[0]
+    out = outputs[0]
+    hit = ember.logical_or(ember.eq(x, out), ember.logical_and(ember.isnan(x), ember.isnan(out)))
+    count = ember.sum(hit)
+    return (where_zero(ember.logical_not(hit), grads[0] / count),)
+
+
+for _name in ("amax", "amin"):
     derivative(_name, save_output=True)(_evenly_distributed)
+for _name in ("max_all", "min_all"):
+    derivative(_name, save_output=True)(_evenly_distributed_nan)
 
 
 def _index_grids(shape: tuple, dim: int, index):

@@ -167,13 +167,23 @@ def fresh_result(result: Tensor) -> Tensor:
     return result
 
 
-def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True) -> Tensor:
+def check_out_dtype(out, dtype, message: str) -> None:
+    """PyTorch's check of an op whose out= must have exactly ``dtype`` (no cast), with its message."""
+    if isinstance(out, Tensor) and out.dtype is not dtype:
+        raise RuntimeError(message)
+
+
+def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True,
+              warn_resize: bool = True, exact_dtype: bool = False) -> Tensor:
     """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.
 
     As PyTorch, out must not overlap itself (expanded) and must not partially overlap any tensor in ``inputs``
     (the op's inputs: a different view of the same memory); tensors in ``distinct`` must not overlap out even
     fully (ops reading an input while writing other positions of out: cat, gather ...). ``overlap=False``
     where PyTorch writes through without checking (most reductions, zeros/full/linspace, tril ...).
+    ``warn_resize=False`` where PyTorch resizes a mismatched out silently (the factories: zeros, rand ...).
+    ``exact_dtype``: out must have the result's dtype, no cast (PyTorch's structured kernels: argmax,
+    sort, topk, max(dim)'s (values, indices), gather ...).
     """
     if out is None:
         return result
@@ -189,11 +199,14 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         check_write(out, inputs)
         if distinct:
             check_no_overlap(out, distinct)
+    if exact_dtype and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {type_meta_name(result.dtype)}, but got "
+                           f"{type_meta_name(out.dtype)} instead")
     if not dtypes.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired output type "
                            f"{_type_name(out.dtype)}")
     if out._shape != result._shape:
-        if numel(out._shape) != 0:
+        if warn_resize and numel(out._shape) != 0:
             import warnings
 
             warnings.warn(
@@ -264,6 +277,15 @@ _C10_NAMES = {
     dtypes.complex64: "c10::complex<float>",
     dtypes.complex128: "c10::complex<double>",
 }
+
+
+def check_fill_fits(value, dtype) -> None:
+    """``check_scalar_fits`` for a fill (fill_, full, scalar_tensor, x[i] = v): PyTorch fills a
+    float16/bfloat16 tensor without the range check, so a large value becomes inf there
+    (``full((1,), 1e6, dtype=float16)`` is inf) where masked_fill or clamp raise."""
+    if (dtype is dtypes.float16 or dtype is dtypes.bfloat16) and not isinstance(value, complex):
+        return
+    check_scalar_fits(value, dtype)
 
 
 def check_scalar_fits(value, dtype, label: str | None = None) -> None:

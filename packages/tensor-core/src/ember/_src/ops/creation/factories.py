@@ -14,7 +14,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, check_sizes, contiguous_strides, numel
 from ...tensor import Tensor, make_tensor, new_empty_tensor, set_factory_requires_grad
-from .._common import check_scalar_fits, write_out
+from .._common import check_fill_fits, check_scalar_fits, write_out
 
 _NUMBER = (builtins.bool, int, float, complex)
 
@@ -41,10 +41,15 @@ def check_pin_memory(pin_memory) -> None:
                            "allocator is available on this system.")
 
 
-def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
-    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False,
+            sequence: bool = False) -> Tensor:
+    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through).
+    A factory resizes a mismatched out= without a warning, as PyTorch's (arange warns on its own); a
+    ``sequence`` (arange/linspace/logspace) keeps an out= of any shape holding as many elements."""
     if out is not None:
-        return write_out(t, out, overlap=overlap)
+        if sequence and isinstance(out, Tensor) and out.numel() == t.numel():
+            t = t.reshape(out.shape)
+        return write_out(t, out, overlap=overlap, warn_resize=False)
     if requires_grad:
         set_factory_requires_grad(t)
     return t
@@ -64,11 +69,23 @@ def _empty_kernel(size, *, dtype=None, device=None):
     return new_empty_tensor(size, dtype, device)
 
 
+def check_fill_value(value, dtype, size) -> None:
+    """full's check of its value, as PyTorch's fill_: its one-element fast path converts a number
+    to float16/bfloat16 unchecked (``full((1,), 1e6, dtype=float16)`` is inf, ``full((2,), ...)`` raises)."""
+    count = 1
+    for s in size:
+        count *= s
+    if isinstance(count, int) and count == 1:
+        check_fill_fits(value, dtype)
+    else:
+        check_scalar_fits(value, dtype)
+
+
 @full_op.kernel("cpu")
 def _full_cpu(size, fill_value, *, dtype=None, device=None):
     if fill_value == 0 and not (isinstance(fill_value, float) and math.copysign(1.0, fill_value) < 0):
         return new_empty_tensor(size, dtype, device, zero=True)
-    check_scalar_fits(fill_value, dtype)
+    check_fill_value(fill_value, dtype, size)
     t = new_empty_tensor(size, dtype, device)
     _C.fill_(t, fill_value)
     return t
@@ -76,7 +93,7 @@ def _full_cpu(size, fill_value, *, dtype=None, device=None):
 
 @full_op.kernel("meta")
 def _full_meta(size, fill_value, *, dtype=None, device=None):
-    check_scalar_fits(fill_value, dtype)
+    check_fill_value(fill_value, dtype, size)
     return new_empty_tensor(size, dtype, device)
 
 
@@ -205,7 +222,7 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
     # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     dev = to_device(device)
-    check_scalar_fits(value, d)
+    check_fill_fits(value, d)
     t = new_empty_tensor((), d, CPU if dev.type != "meta" else dev)
     if dev is not META:
         _C.fill_(t, value)
@@ -374,9 +391,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         data = data.item()
     if isinstance(data, _NUMBER):
         d = dtypes.scalar_dtype(data) if dtype is None else dtypes.to_dtype(dtype)
+        _check_no_complex((data,), d)
         if not (d.is_floating_point or d.is_complex):
             _check_int64_unpacks((data,))
             check_scalar_fits(data, d, d.name)
+        elif d is dtypes.float32 and isinstance(data, float) and abs(data) > _FLOAT32_MAX:
+            # ember.tensor(1e39) rounds to inf, as a list's elements do (scalar_tensor(1e39) raises)
+            data = math.copysign(math.inf if abs(data) >= _FLOAT32_ROUNDS_TO_INF else _FLOAT32_MAX, data)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
@@ -384,10 +405,26 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     d = _infer_nested(data, shape, None if dtype is None else dtypes.to_dtype(dtype))
     flat: list = []
     _flatten(data, flat)
+    if dtype is not None:
+        _check_no_complex(flat, d)
     result = _from_flat_list(flat, tuple(shape), d)
     if dev is not CPU:
         result = result.to(dev)
     return _finish(result, requires_grad)
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_ROUNDS_TO_INF = 2.0**128 * (1 - 2.0**-25)  # half an ulp above the largest float32
+
+
+def _check_no_complex(values, dtype) -> None:
+    """A Python complex bound for a real (not bool) dtype is PyTorch's TypeError, not a dropped
+    imaginary part."""
+    if dtype.is_complex or dtype is dtypes.bool or not builtins.any(type(v) is complex for v in values):
+        return
+    if dtype.is_floating_point:
+        raise TypeError("must be real number, not complex")
+    raise TypeError("'complex' object cannot be interpreted as an integer")
 
 
 def _check_int64_unpacks(values) -> None:
@@ -497,7 +534,15 @@ def arange(start=None, end=None, step=None, *, out=None, dtype=None, layout=None
         n = max(0, math.ceil((end - start) / step))
     if isinstance(n, int) and n > (1 << 63) - 1:
         raise RuntimeError("invalid size, possible overflow?")
-    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
+    if isinstance(out, Tensor) and isinstance(n, int) and out.numel() not in (0, n):
+        import warnings
+
+        warnings.warn(f"The number of elements in the out tensor of shape {list(out.shape)} is {out.numel()} "
+                      f"which does not match the computed number of elements {n}. Note that this may occur as "
+                      f"a result of rounding error. The out tensor will be resized to a tensor of shape ({n},).",
+                      UserWarning, stacklevel=2)
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True,
+                   sequence=True)
 
 
 range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
@@ -543,7 +588,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
-        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True, sequence=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`; a float32
     # result is computed in float32 as PyTorch's (the native fill), the rest in float64.
@@ -553,7 +598,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     result = new_empty_tensor((steps,), work, CPU if host else dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d).to(dev) if host else result.to(d), requires_grad, out, overlap=True)
+    return _finish(result.to(d).to(dev) if host else result.to(d), requires_grad, out, overlap=True, sequence=True)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -564,7 +609,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     exponents = linspace(start, end, steps, dtype=dtypes.float64, device=device)
     from ..pointwise.elementwise import pow_op
 
-    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True, sequence=True)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):

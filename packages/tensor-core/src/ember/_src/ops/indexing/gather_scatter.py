@@ -58,7 +58,8 @@ def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor, name: str
     if src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if max(index.ndim, 1) != max(self.ndim, 1) or max(src.ndim, 1) != max(self.ndim, 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+        other = "self" if max(index.ndim, 1) != max(self.ndim, 1) else "src"
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {other} tensor")
     if numel(index._shape):
         ishape, sshape = index._shape or (1,), src._shape or (1,)
         for i in range(len(ishape)):
@@ -92,7 +93,8 @@ gather_op.meta = _gather_meta
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out=None) -> Tensor:
     """Values of ``input`` along ``dim`` at ``index`` (the result has index's shape)."""
-    return write_out(gather_op(input, dim, index, sparse_grad=sparse_grad), out, (index,), distinct=(input,))
+    return write_out(gather_op(input, dim, index, sparse_grad=sparse_grad), out, (index,), distinct=(input,),
+                     exact_dtype=True)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out=None) -> Tensor:
@@ -378,7 +380,8 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1, out=None) -> Tensor:
-    return write_out(fresh_result(index_add_inplace_op(views.clone_op(input), dim, index, source, alpha=alpha)), out)
+    return write_out(fresh_result(index_add_inplace_op(views.clone_op(input), dim, index, source, alpha=alpha)), out,
+                     exact_dtype=True)
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor, new_empty_tensor
-from .._common import HALF_TYPES, convert, return_type, type_name, write_out
+from .._common import HALF_TYPES, convert, return_type, type_meta_name, type_name, write_out
 from ..creation.factories import full, scalar_tensor
 from ..shape import views
 from .subscripts import DataDependentOutputShape, index_select
@@ -34,8 +34,8 @@ def _write_pair(result_type, pair, out, input=None):
     """``out=(values, indices)`` for the ops returning both (values must not partially overlap input)."""
     if out is None:
         return result_type(*pair)
-    write_out(pair[0], out[0], (input,))
-    write_out(pair[1], out[1])
+    write_out(pair[0], out[0], (input,), exact_dtype=True)
+    write_out(pair[1], out[1], exact_dtype=True)
     return result_type(out[0], out[1])
 
 
@@ -389,6 +389,10 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     """Indices where ``input`` would be inserted into the innermost dim of ``sorted_sequence``."""
     result = searchsorted_op(sorted_sequence, _as_tensor(input, sorted_sequence), out_int32=out_int32, right=right,
                              side=side, sorter=sorter)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+                           f"Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
+                           f"dtype {type_name(out.dtype)} and out_int32 flag is {bool(out_int32)}")
     return write_out(result, out)
 
 
@@ -431,6 +435,9 @@ histc_op = _declare("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0
 
 def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     """Histogram with ``bins`` equal bins over [min, max] (the data range when min == max)."""
+    if isinstance(out, Tensor) and isinstance(input, Tensor) and out.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogram: input tensor and hist tensor should have the same dtype, but got input "
+                           f"{type_meta_name(input.dtype)} and hist {type_meta_name(out.dtype)}")
     return write_out(histc_op(input, bins, min, max), out, overlap=False)
 
 

@@ -19,7 +19,15 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
-from .._common import check_int64_arg, convert, fresh_result, type_name, write_out
+from .._common import (
+    check_int64_arg,
+    check_out_dtype,
+    check_scalar_fits,
+    convert,
+    fresh_result,
+    type_name,
+    write_out,
+)
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
@@ -238,9 +246,25 @@ def _put(self: Tensor, indices, values: Tensor, accumulate: bool) -> Tensor:
     if mask is not None:
         return masked_fill_op(self, mask, views.reshape(values, ()))  # converts the value's dtype, as PyTorch
     if values.dtype is not self.dtype:
+        _check_put_shapes_first(self, indices, values, accumulate)
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the source.")
     return index_put_op(self, indices, values, accumulate)
+
+
+def _check_put_shapes_first(self: Tensor, indices, values: Tensor, accumulate: bool) -> None:
+    """PyTorch checks that values broadcast to the indexed shape before it checks their dtype: the
+    shape check runs on meta copies (no data), and any other problem is left to the dtype error."""
+    if any(isinstance(i, Tensor) and i.dtype in (dtypes.bool, dtypes.uint8) for i in indices or ()):
+        return  # a mask's indexed shape depends on its data
+    try:
+        meta = [i.to("meta") if isinstance(i, Tensor) else i for i in indices]
+        index_put_op(self.to("meta"), meta, values.to(device="meta", dtype=self.dtype), accumulate)
+    except RuntimeError as exc:
+        if str(exc).startswith("shape mismatch"):
+            raise
+    except Exception:  # noqa: BLE001 - only the shape error is wanted here
+        return
 
 
 def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
@@ -287,6 +311,9 @@ def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
     if as_tuple:
         coords = nonzero_op(input if input.ndim else views.unsqueeze_op(input, 0))
         return tuple(views.select_op(coords, 1, j) for j in range(max(input.ndim, 1)))
+    if isinstance(out, Tensor) and out.dtype is not dtypes.int64:
+        raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got scalar type"
+                           f"{type_name(out.dtype)}")  # sic: PyTorch's message has no space
     return write_out(nonzero_op(input), out)
 
 
@@ -337,7 +364,7 @@ masked_fill_op.meta = _masked_fill_meta
 def _as_value(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
-
+    check_scalar_fits(value, like.dtype)  # masked_fill/index_fill check the number (float16 1e6 raises)
     return scalar_tensor(value, dtype=like.dtype, device=like._device)
 
 
@@ -346,7 +373,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
-    shape = broadcast_shapes(input._shape, mask._shape)
+    shape = broadcast_shapes(mask._shape, input._shape)  # mask first, as PyTorch's mismatch message
     base = views.expand_op(input, shape) if shape != input._shape else input
     copy = views.clone_op(base)
     if not is_contiguous(copy._shape, copy._stride):
@@ -357,11 +384,13 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     if mask.dtype is not dtypes.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes(input._shape, mask._shape)
+    shape = broadcast_shapes(mask._shape, input._shape)  # mask first, as PyTorch's mismatch message
     x = views.expand_op(input, shape) if input._shape != shape else input
     m = views.expand_op(mask, shape) if mask._shape != shape else mask
     if not shape:
         x, m = views.unsqueeze_op(x, 0), views.unsqueeze_op(m, 0)
+    if out is not None:
+        check_out_dtype(out, input.dtype, "masked_select(): self and result must have the same scalar type")
     return write_out(index_op(x, (m,)), out, distinct=(input, mask))
 
 
@@ -412,6 +441,8 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
+    if out is not None:
+        check_out_dtype(out, input.dtype, "index_select(): self and result must have the same scalar type")
     return write_out(index_select_op(input, dim, index), out, distinct=(input, index))
 
 
@@ -420,6 +451,9 @@ def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
         raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
+    if out is not None:
+        check_out_dtype(out, input.dtype, f"take(): self and out expected to have the same dtype, but got "
+                        f"self.dtype = {type_name(input.dtype)} and out.dtype = {type_name(out.dtype)}")
     flat = views.reshape(input, (numel(input._shape),))
     try:
         return write_out(index_op(flat, (index,)), out, distinct=(input, index))
@@ -626,6 +660,18 @@ def _is_numpy_scalar(value) -> bool:
     return cls.__module__ == "numpy" and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0
 
 
+def _overflows_half_type(value, dtype) -> bool:
+    """A number too large for a float16/bfloat16 tensor: PyTorch's x[...] = v writes inf there (it
+    copies a 0-d tensor in) where fill_ raises, so such a value is copied, not filled."""
+    if dtype not in (dtypes.float16, dtypes.bfloat16):
+        return False
+    try:
+        check_scalar_fits(value, dtype)
+    except RuntimeError:
+        return True
+    return False
+
+
 def _setitem(self: Tensor, index, value) -> None:
     if index is False:
         return  # PyTorch: selects nothing, writes nothing
@@ -634,13 +680,16 @@ def _setitem(self: Tensor, index, value) -> None:
     view, indices = _apply(self, _as_items(index))
     if not isinstance(value, Tensor):
         if isinstance(value, (bool, int, float)):
-            if indices is None:
+            if indices is None and not _overflows_half_type(value, self.dtype):
                 _check_internal_overlap(view)  # PyTorch copies the number in: an expanded view is refused
                 views.fill_(view, value)
                 return
 
             value = scalar_tensor(value, dtype=self.dtype, device=self._device)
         elif isinstance(value, complex) or _is_numpy_scalar(value):  # NumPy scalars: docs/deviations.md
+            if isinstance(value, complex) and not (self.dtype.is_complex or self.dtype is dtypes.bool):
+                check_scalar_fits(value, self.dtype)  # x[0] = 1j on a real tensor: PyTorch's RuntimeError
+                value = value.real
             value = tensor(value, dtype=self.dtype, device=self._device)
         else:
             # PyTorch assigns only tensors and numbers (a list, an array, None: TypeError).

@@ -19,7 +19,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor, make_view, new_empty_tensor
-from .._common import HALF_TYPES, convert, empty, type_name, write_out
+from .._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
 from ..pointwise import elementwise
 from ..pointwise.complex import conj_physical_op
 from ..shape import views
@@ -52,6 +52,8 @@ def _scalar(value, dtype, name: str):
     """alpha/beta as the Python number the kernel takes for ``dtype``."""
     if not isinstance(value, (builtins.bool, int, float, complex)):
         raise TypeError(f"argument '{name}' must be Number, not {type(value).__name__}")
+    if isinstance(value, complex) and not dtype.is_complex:
+        check_scalar_fits(value, dtype)  # a complex alpha/beta for a real product: PyTorch's RuntimeError
     if dtype.is_complex:
         return complex(value)
     if dtype.is_floating_point:
@@ -400,7 +402,23 @@ def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
 ger = outer
 
 
+def _check_addr_scalar(value, name: str, dtype) -> None:
+    """PyTorch's addr checks of beta and alpha against the result type."""
+    if isinstance(value, builtins.bool) and dtype is not dtypes.bool:
+        raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    if isinstance(value, float) and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+    if isinstance(value, complex) and not dtype.is_complex:
+        check_scalar_fits(value, dtype)
+
+
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
+    if all(isinstance(t, Tensor) for t in (input, vec1, vec2)):
+        dtype = dtypes.result_type_of(input, vec1, vec2)
+        _check_addr_scalar(beta, "beta", dtype)
+        _check_addr_scalar(alpha, "alpha", dtype)
+        if dtype is dtypes.bool:  # (beta and input) or (alpha and outer): bool stays bool
+            beta, alpha = builtins.bool(beta), builtins.bool(alpha)
     prod = outer(vec1, vec2)
     if alpha != 1:
         prod = elementwise.mul(prod, alpha)

@@ -27,6 +27,7 @@ from .._common import (
     empty_pointwise,
     int64_scalar,
     label_as_op,
+    type_meta_name,
     type_name,
     write_out,
 )
@@ -82,16 +83,27 @@ _REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dty
 
 
 _EMPTY = frozenset()
+# The names of PyTorch's CPU kernels where they are not "<op>_cpu" (its NotImplementedError names them).
+_KERNEL_NAMES = {
+    "floor_divide": "div_floor_cpu", "pow": "pow", "bitwise_left_shift": "lshift_cpu",
+    "bitwise_right_shift": "rshift_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu",
+    "round": "round_vml_cpu", "trunc": "trunc_vml_cpu", "round_decimals": "round_cpu",
+}
+NEG_BOOL_MESSAGE = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                    "mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _check_kernel_exists(op_name: str, dtype) -> None:
     """Raises PyTorch's exception for dtypes its ``op_name`` kernel does not support."""
     if dtype in _NO_KERNEL.get(op_name, _EMPTY):
-        raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
+        kernel = _KERNEL_NAMES.get(op_name, f"{op_name}_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dtype)}'")
     if dtype in _REJECTED.get(op_name, _EMPTY):
         if dtype is dtypes.bool and op_name in ("relu", "relu6", "hardtanh"):  # PyTorch's wordings
             raise RuntimeError("Boolean inputs not supported for relu" if op_name == "relu"
                                else "Bool inputs not supported for hardtanh")
+        if dtype is dtypes.bool and op_name == "neg":  # neg(b), b.neg() say what -b says
+            raise RuntimeError(NEG_BOOL_MESSAGE)
         raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
 
 
@@ -350,12 +362,29 @@ def _check_int_pow(base, exponent):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
+def check_alpha(input, other, alpha) -> None:
+    """PyTorch's checks of add/sub's alpha against the result type, before any work: a float alpha
+    needs a float result, a complex alpha a complex one, a bool alpha a bool one, and alpha must
+    fit the result type (int8 + 1 * 1000 raises)."""
+    if isinstance(alpha, Tensor) or alpha is None:
+        return
+    if alpha == 1 and not isinstance(alpha, builtins.bool):
+        return
+    promoted = dtypes.result_type_of(input, other)
+    if isinstance(alpha, builtins.bool) and promoted is not dtypes.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and not (promoted.is_floating_point or promoted.is_complex):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, complex) and not promoted.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+    check_scalar_fits(alpha, promoted)
+
+
 def _scaled(input, other, alpha):
     if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1 and not isinstance(alpha, builtins.bool)):
         return other
+    check_alpha(input, other, alpha)
     promoted = dtypes.result_type_of(input, other)
-    if isinstance(alpha, float) and not (promoted.is_floating_point or promoted.is_complex):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if promoted is dtypes.bool:
         alpha = builtins.bool(alpha)  # PyTorch converts alpha to the (bool) result type
         if not isinstance(other, Tensor):
@@ -370,6 +399,7 @@ def _scaled(input, other, alpha):
 # Public functional forms (the user-facing signatures). Two tensors with alpha != 1 take the
 # fused one-pass op (fused_pointwise.py).
 def add(input, other, *, alpha=1, out=None):
+    check_alpha(input, other, alpha)
     if _fused.fuses_alpha(input, other, alpha):
         return write_out(_fused.add_scaled_op(input, other, alpha), out, (input, other))
     return write_out(add_op(input, _scaled(input, other, alpha)), out, (input, other))
@@ -377,6 +407,7 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     _check_sub_bool(input, other)
+    check_alpha(input, other, alpha)
     if _fused.fuses_alpha(input, other, alpha):
         return write_out(_fused.add_scaled_op(input, other, _fused.negated_alpha(alpha)), out, (input, other))
     return write_out(sub_op(input, _scaled(input, other, alpha)), out, (input, other))
@@ -403,7 +434,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     elif rounding_mode in ("floor", "trunc"):
         result = div_rounding_op(input, other, rounding_mode)
     else:
-        raise ValueError(
+        raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
     return write_out(result, out, (input, other))
@@ -943,7 +974,10 @@ def _where_cpu(condition, a, b):
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    return write_out(where_op(condition, input, other), out, (condition, input, other))
+    result = where_op(condition, input, other)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out type to be {type_name(result.dtype)} but got {type_name(out.dtype)}")
+    return write_out(result, out, (condition, input, other))
 
 
 def lerp(input, end, weight, *, out=None):
@@ -991,6 +1025,10 @@ clamp_inplace_op = define(
 def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's names
     _check_write(self, (min, max))
     result = _clamp_kernel(self, min, max)
+    if not any(isinstance(b, Tensor) for b in (min, max)) and not dtypes.can_cast(result.dtype, self.dtype):
+        # clamp_(Scalar, Scalar) names self's type as c10's TypeMeta does ("long int"), clamp_(Tensor) as "Long"
+        raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
+                           f"{type_meta_name(self.dtype)}")
     _check_inplace(self, result._shape, result.dtype, "clamp_")
     if self._device is not META:
         _C.copy_(self, result)
@@ -1014,7 +1052,10 @@ def _check_clamp_bounds(fn: str, min, max) -> None:  # noqa: A002
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
     _check_clamp_bounds("clamp", min, max)
-    return write_out(clamp_op(input, min, max), out, (input, min, max))
+    result = clamp_op(input, min, max)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:  # clamp's out= takes no cast in PyTorch
+        raise RuntimeError(f"Found dtype {type_name(out.dtype)} but expected {type_name(result.dtype)}")
+    return write_out(result, out, (input, min, max))
 
 
 clip = clamp

@@ -61,6 +61,13 @@ def _opmath(dtype):
 _FLOAT32_MAX = 3.4028234663852886e38
 
 
+def _reject_complex_scalar(value, dtype) -> None:
+    """A complex number where a real tensor takes a Scalar (addcmul's value, lerp's weight): PyTorch's
+    conversion to the real type raises its overflow RuntimeError."""
+    if isinstance(value, complex) and not dtype.is_complex:
+        raise RuntimeError(f"value cannot be converted to type {_CPP_NAMES[_opmath(dtype)]} without overflow")
+
+
 def scalar_arg(value, dtype, fn: str, name: str):
     """``value`` as the (float, int) pair the kernels take, converted to ``dtype``'s compute type."""
     if type(value) is float and dtype.is_floating_point and -_FLOAT32_MAX <= value <= _FLOAT32_MAX:
@@ -69,6 +76,7 @@ def scalar_arg(value, dtype, fn: str, name: str):
         if value.numel() != 1:
             raise RuntimeError(f"{fn}(): a Tensor with {value.numel()} elements cannot be converted to Scalar")
         value = value.item()
+    _reject_complex_scalar(value, dtype)
     if not isinstance(value, _NUMBER):
         raise TypeError(f"{fn}(): argument '{name}' must be Number, not {type(value).__name__}")
     if dtype.is_floating_point:
@@ -219,6 +227,8 @@ def _lerp_result(start, end, weight):
     if not start.dtype.is_floating_point:
         kind = "tensor" if tensor_weight else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{type_name(start.dtype)}'")
+    if not tensor_weight:
+        _reject_complex_scalar(weight, start.dtype)
     if not tensor_weight and not isinstance(weight, _NUMBER):
         raise TypeError(f"lerp(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
     shape = _shape(start, end, weight) if tensor_weight else _shape(start, end)

@@ -250,7 +250,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
         result = nuclear_norm(input, dim, keepdim=keepdim)
         return write_out(result if dtype is None else result.to(dtype), out, overlap=False)
-    return write_out(norm_op(input, p, dim, keepdim, dtype), out, overlap=False)
+    return write_out(norm_op(input, p, dim, keepdim, dtype), out, overlap=False, exact_dtype=True)
 
 
 def _lse_result(x, dim, keepdim):
@@ -328,11 +328,18 @@ any_op = _logical("any")
 all_op = _logical("all")
 
 
+def _check_bool_out(out, name: str) -> None:
+    if isinstance(out, Tensor) and out.dtype not in (dtypes.bool, dtypes.uint8):
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {type_name(out.dtype)}")
+
+
 def any(input, dim=None, keepdim=False, *, out=None):
+    _check_bool_out(out, "any")
     return write_out(any_op(input, dim, keepdim), out, overlap=False)
 
 
 def all(input, dim=None, keepdim=False, *, out=None):
+    _check_bool_out(out, "all")
     return write_out(all_op(input, dim, keepdim), out, overlap=False)
 
 
@@ -445,12 +452,23 @@ cummax_op = _declare_cum_extreme("cummax", True)
 cummin_op = _declare_cum_extreme("cummin", False)
 
 
-def cummax(input, dim):
-    return cummax_result(*cummax_op(input, dim))
+def _write_pair(result_type, pair, out):
+    """``out=(values, indices)`` of cummax/cummin: each must have the result's dtype, as in PyTorch."""
+    if out is None:
+        return result_type(*pair)
+    for result, target in zip(pair, out):
+        if isinstance(target, Tensor) and target.dtype is not result.dtype:
+            raise RuntimeError(f"expected scalar_type {type_name(result.dtype)} but found {type_name(target.dtype)}")
+        write_out(result, target)
+    return result_type(*out)
 
 
-def cummin(input, dim):
-    return cummin_result(*cummin_op(input, dim))
+def cummax(input, dim, *, out=None):
+    return _write_pair(cummax_result, cummax_op(input, dim), out)
+
+
+def cummin(input, dim, *, out=None):
+    return _write_pair(cummin_result, cummin_op(input, dim), out)
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------

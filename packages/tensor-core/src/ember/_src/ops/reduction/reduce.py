@@ -346,8 +346,8 @@ def _max_min(input, dim, keepdim, out, binary, all_op, dim_op, result_cls, name)
         return write_out(all_op(input, None), out, overlap=False)
     values, indices = dim_op(input, dim, keepdim)
     if out is not None:
-        write_out(values, out[0], (input,))
-        write_out(indices, out[1], (input,))
+        write_out(values, out[0], (input,), exact_dtype=True)
+        write_out(indices, out[1], (input,), exact_dtype=True)
         return result_cls(out[0], out[1])
     return result_cls(values, indices)
 
@@ -361,14 +361,23 @@ def min(input, dim=None, keepdim=False, *, out=None):
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
-    return write_out(amax_op(input, dim, keepdim), out, overlap=False)
+    return write_out(_check_same_out(amax_op(input, dim, keepdim), input, out), out, overlap=False)
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
-    return write_out(amin_op(input, dim, keepdim), out, overlap=False)
+    return write_out(_check_same_out(amin_op(input, dim, keepdim), input, out), out, overlap=False)
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    pair = _aminmax(input, dim, keepdim)
+    if out is None:
+        return pair
+    for result, target in zip(pair, out):
+        write_out(result, target, exact_dtype=True)
+    return aminmax_result(*out)
+
+
+def _aminmax(input, dim, keepdim):
     _check_tensor(input, "aminmax")
     if dim is None and input.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
@@ -384,12 +393,20 @@ def aminmax(input, *, dim=None, keepdim=False):
     return aminmax_result(amin_op(input, dim, keepdim), amax_op(input, dim, keepdim))
 
 
+def _check_same_out(result, input, out):
+    """amax/amin: out= must have the input's dtype (PyTorch's check); returns ``result``."""
+    if isinstance(out, Tensor) and out.dtype is not input.dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got {type_name(input.dtype)} for "
+                           f"input's dtype and {type_name(out.dtype)} for out's dtype.")
+    return result
+
+
 def argmax(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmax_op(input, dim, keepdim), out, overlap=False)
+    return write_out(argmax_op(input, dim, keepdim), out, overlap=False, exact_dtype=True)
 
 
 def argmin(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmin_op(input, dim, keepdim), out, overlap=False)
+    return write_out(argmin_op(input, dim, keepdim), out, overlap=False, exact_dtype=True)
 
 
 # The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above;

@@ -242,6 +242,10 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     _check_tensor(other, "dist", "other", 2)
     from ....linalg import vector_norm
 
+    promoted = dtypes.result_type_of(input, other)
+    if not (promoted.is_floating_point or promoted.is_complex):
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{type_name(promoted)} instead.")
     return label_as_op(vector_norm(elementwise.sub(input, other), p), "dist")
 
 

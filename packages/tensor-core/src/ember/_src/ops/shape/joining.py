@@ -14,7 +14,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import wrap_dim
 from ...tensor import Tensor, make_view
-from .._common import label_as_op, write_out
+from .._common import label_as_op, type_name, write_out
 from .reorder import atleast_3d
 
 cat_op = define("cat(Tensor[] tensors, int dim=0) -> Tensor", ())
@@ -119,6 +119,8 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     result = cat_op(tensors, dim)
     # PyTorch resizes a mismatched out first (fresh memory), then refuses any overlap with an input.
     checked = isinstance(out, Tensor) and out._shape == result._shape
+    if isinstance(out, Tensor) and not dtypes.can_cast(result.dtype, out.dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {type_name(out.dtype)}")
     return write_out(result, out, distinct=tensors, overlap=checked)
 
 

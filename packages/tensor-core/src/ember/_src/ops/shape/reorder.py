@@ -164,15 +164,17 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
 
 
 def tril(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False)
+    return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False, exact_dtype=True)
 
 
 def triu(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False)
+    return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False, exact_dtype=True)
 
 
-def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """1-D input: a matrix with it on the ``diagonal``; 2-D input: that diagonal as a vector."""
+    if out is not None:
+        return write_out(diag(input, diagonal), out, exact_dtype=True)
 
     if input.ndim == 1:
         n = input._shape[0] + abs(diagonal)
@@ -430,7 +432,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         sq1 = (x1 * x1).sum(-1, keepdim=True)
         sq2 = (x2 * x2).sum(-1, keepdim=True)
         squared = sq1 - 2 * (x1 @ x2.transpose(-2, -1)) + sq2.transpose(-2, -1)
-        return squared.clamp(min=0).sqrt()
+        return _root_or_zero(squared, 0.5)
     diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
     if p == 0:
         return (diff != 0).to(diff.dtype).sum(-1)
@@ -438,7 +440,16 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         return diff.amax(-1)
     if p == 1:
         return diff.sum(-1)
-    return diff.pow(p).sum(-1).pow(1.0 / p)
+    nonzero = diff > 0
+    terms = diff.where(nonzero, 1.0).pow(p).where(nonzero, 0.0)
+    return _root_or_zero(terms.sum(-1), 1.0 / p)
+
+
+def _root_or_zero(x: Tensor, exponent: float) -> Tensor:
+    """``x ** exponent`` where x > 0, else 0, through selects so that a zero distance has a zero
+    gradient (PyTorch's cdist backward) instead of inf * 0 = NaN."""
+    positive = x > 0
+    return x.where(positive, 1.0).pow(exponent).where(positive, 0.0)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

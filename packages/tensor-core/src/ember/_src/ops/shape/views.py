@@ -30,7 +30,7 @@ from ...shapes import (
     wrap_dims,
 )
 from ...tensor import Tensor, check_view_bounds, copy_layout, make_view, new_empty_tensor
-from .._common import check_int64_arg, check_scalar_fits, label_as_op, type_name
+from .._common import check_fill_fits, check_int64_arg, check_scalar_fits, label_as_op, type_name
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
 from ..creation.factories import empty, full, ones, tensor, zeros
@@ -66,8 +66,12 @@ def view_dtype_op(self: Tensor, dtype) -> Tensor:
         out = make_view(self, self._shape, self._stride, self._offset)
         out.dtype = dtype
         return out
-    if self.ndim == 0 or self._stride[-1] != 1:
-        raise RuntimeError("self.stride(-1) must be 1 to view a tensor as a dtype with a different size")
+    if self.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 to view {type_name(self.dtype)} as {type_name(dtype)} "
+                           "(different element sizes)")
+    if self._stride[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 to view {type_name(self.dtype)} as {type_name(dtype)} "
+                           f"(different element sizes), but got {self._stride[-1]}")
     ratio_num, ratio_den = self.dtype.itemsize, dtype.itemsize
     last = self._shape[-1] * ratio_num
     if last % ratio_den or (self._offset * ratio_num) % ratio_den:
@@ -181,7 +185,7 @@ swapaxes = swapdims = transpose
 
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but input is {input.ndim}D")
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     # a 0-D/1-D input gets an identity transpose: an op (autograd and make_fx see it), not a bare
     # view (which had no grad_fn, and which make_fx recorded as a constant of the graph)
     dim1 = 1 if input.ndim == 2 else 0
@@ -354,7 +358,8 @@ def select_op(self: Tensor, dim: int, index: int) -> Tensor:
     index = operator.index(index)
     if index < -size or index >= size:
         check_int64_arg(index)
-        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._shape)} at "
+                         f"dimension {d}")
     if index < 0:
         index += size
     return make_view(self, self._shape[:d] + self._shape[d + 1:], self._stride[:d] + self._stride[d + 1:],
@@ -927,6 +932,8 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
             )
         _check_internal_overlap(self)  # PyTorch's fill_(Tensor) refuses an expanded self; fill_(number) writes
         value = value.item()
+    elif numel(self._shape) == 1:  # PyTorch's one-element fast path converts float16/bfloat16 unchecked
+        check_fill_fits(value, self.dtype)
     else:
         check_scalar_fits(value, self.dtype)
     _C.fill_(self, value)
