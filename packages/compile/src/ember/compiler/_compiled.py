@@ -373,7 +373,18 @@ class CompiledFunction:
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
-        run = _runner(self._compile(rec, live, dyn), dyn)
+        try:
+            compiled = self._compile(rec, live, dyn)
+        except BackendCompilerFailed as exc:
+            if not config.suppress_errors:
+                raise
+            # torch._dynamo.config.suppress_errors: Dynamo logs the failure and runs the frame eagerly from
+            # now on (its code is skipped); so does this function
+            log.warning("ember._dynamo: backend compiler failed with suppress_errors=True, running %s eagerly: "
+                        "%s", self.name, exc)
+            self.fallback = True
+            return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
+        run = _runner(compiled, dyn)
         if dyn is not None:
             run.sources = dyn[1]  # where its symbols are read (``_coincident_entry``)
         self.cache[key] = run

@@ -21,8 +21,10 @@ capture_scalar_outputs = False
 capture_dynamic_output_shape_ops = False
 # A compiled function compiling a graph again (new shapes, dtypes, ops ...) raises RecompileError.
 error_on_recompile = False
-# Accepted for PyTorch programs that set them; the lazy capture has no bytecode to skip.
+# A backend that fails to compile a graph: False raises BackendCompilerFailed; True logs it and runs the
+# function eagerly from then on (Dynamo skips the frame's code).
 suppress_errors = False
+# Accepted for PyTorch programs that set it.
 verbose = False
 
 
