@@ -59,3 +59,69 @@ def _check_suppress_errors(lib):
 @pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
 def test_suppress_errors_runs_eagerly_after_a_backend_failure(lib):
     _check_suppress_errors(lib)
+
+
+def _raised(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the exception is the result
+        return type(e).__name__, str(e).splitlines()[0][:110]
+    return None
+
+
+@pytest.mark.parametrize("spelling", [
+    lambda t: t * 2 if bool(t.sum() > 0) else t,  # bool() of a bool tensor: Eq(u0, 1)
+    lambda t: t * 2 if bool(t.sum()) else t,  # of a float tensor: Ne(zuf0, 0.0)
+    lambda t: t * 2 if bool(t.sum().long()) else t,  # of an int tensor: Ne(u0, 0)
+    lambda t: t * 2 if t.any() else t,  # a truth test, not bool(): Data-dependent branching
+    lambda t: t * 2 if not t.any() else t,
+])
+def test_fullgraph_bool_of_a_tensor_raises_what_torch_raises(spelling):
+    results = {}
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        x = lib.linspace(-1, 2, 4)
+        results[lib.__name__] = _raised(lib.compile(spelling, fullgraph=True, backend="eager"), x)
+        lib._dynamo.reset()
+        assert lib.compile(spelling, backend="eager")(x).tolist() == spelling(x).tolist()
+    assert results["ember"] == results["torch"]
+    assert results["torch"] is not None
+
+
+def test_bool_of_a_tensor_is_an_item_break_in_explain():
+    reasons = {}
+    for lib in (torch, ember):
+        ex = lib._dynamo.explain(lambda t: t * 2 if bool(t.sum()) else t)(lib.ones(3))
+        reasons[lib.__name__] = (ex.graph_count, ex.graph_break_count, [str(r.reason)[:60] for r in ex.break_reasons])
+    assert reasons["ember"] == reasons["torch"]
+
+
+def test_disabled_function_under_fullgraph_is_torchs_unsupported():
+    results = {}
+    for lib in (torch, ember):
+        @lib.compiler.disable
+        def opaque(t):
+            return t * 3
+
+        lib._dynamo.reset()
+        results[lib.__name__] = _raised(lib.compile(lambda t: opaque(t + 1) - 1, fullgraph=True), lib.ones(2))
+    assert results["ember"] == results["torch"] == ("Unsupported", "Skip calling `torch.compiler.disable()`d function")
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_unknown_dynamo_knob_is_an_attribute_error(lib):
+    with pytest.raises(AttributeError, match="config.no_such_knob does not exist"):
+        lib._dynamo.config.no_such_knob = 1
+    assert not hasattr(lib._dynamo.config, "no_such_knob")
+    with pytest.raises(AttributeError):
+        with lib._dynamo.config.patch(no_such_knob=1):
+            pass
+    assert lib._dynamo.config.accumulated_cache_size_limit == 256
+
+
+def test_accumulated_cache_size_limit_stops_compiling():
+    compiled, calls = _counting(ember, lambda t: t.sum() * 2, dynamic=False)
+    with ember._dynamo.config.patch(accumulated_cache_size_limit=2):
+        values = [compiled(ember.ones(n)).item() for n in range(1, 6)]
+    assert values == [2.0 * n for n in range(1, 6)]
+    assert len(calls) == 2

@@ -351,7 +351,7 @@ class CompiledFunction:
                 return _bind(run, dyn, rec)
         count = self.per_position.get(position, 0)
         limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
-        if count >= limit:
+        if count >= limit or sum(self.per_position.values()) >= config.accumulated_cache_size_limit:
             if not self.fallback:
                 # logged, not warned, as TorchDynamo logs it (convert_frame): a program running with
                 # warnings as errors keeps running, eagerly
