@@ -52,6 +52,8 @@ def compile(  # noqa: A001 - PyTorch's name
                                  options=options, disable=disable)
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # PyTorch's words
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")  # PyTorch's words
     from .backends.registry import lookup_backend
 
     lookup_backend(backend)  # an unknown name fails here, as in PyTorch

@@ -364,8 +364,11 @@ class CompiledFunction:
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
             if config.error_on_recompile:
-                raise RecompileError(f"Recompiling function {self.name}: the recorded ops, input metadata or grad "
-                                     "mode differ from the cached entries (torch._dynamo.config.error_on_recompile)")
+                code = getattr(self.fn, "__code__", None)
+                where = f"{code.co_name} in {code.co_filename}:{code.co_firstlineno}" if code is not None \
+                    else self.name
+                raise RecompileError(f"Recompiling function {where}\n  the recorded ops, input metadata or grad mode "
+                                     "differ from the cached entries (torch._dynamo.config.error_on_recompile)")
             if _STANCE[0] == "fail_on_recompile":
                 raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
@@ -666,15 +669,25 @@ def _runner(compiled, dyn):
     if dyn is None:
         def run(inputs):
             out = _without_autocast(compiled, inputs)
-            return out if isinstance(out, (tuple, list)) else (out,)
+            return out if isinstance(out, (tuple, list)) else _one_output(out)
     else:
         sources = [s for s in dyn[1] if type(s) is not ScalarSource]
 
         def run(inputs, numbers=()):
             out = _without_autocast(compiled, (*inputs, *[inputs[k]._shape[d] for k, d in sources], *numbers))
-            return out if isinstance(out, (tuple, list)) else (out,)
+            return out if isinstance(out, (tuple, list)) else _one_output(out)
 
     return run
+
+
+def _one_output(out) -> tuple:
+    """A backend's callable returned one value: a tensor is the graph's one output; anything else is what
+    PyTorch's caller meets indexing it (``'int' object is not subscriptable``)."""
+    from ember._src.tensor import Tensor
+
+    if out is not None and not isinstance(out, Tensor) and not hasattr(out, "__getitem__"):
+        raise TypeError(f"{type(out).__name__!r} object is not subscriptable")
+    return (out,)
 
 
 def _without_autocast(compiled, args):
