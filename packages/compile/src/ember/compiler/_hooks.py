@@ -64,9 +64,10 @@ def sync_hook(tensor, reason: str):
             return  # generator state: only pending random ops care
     elif reason == "Tensor.item()" and type(tensor) is LazyTensor:
         caller = _bool_caller()
-        if caller is not None and _calls_bool(caller):
-            # ``bool(tensor)`` spelled out: Dynamo traces it as ``.item()`` (the same break without
-            # fullgraph); under fullgraph the item is an unbacked symbol that bool() cannot guard on
+        if caller is not None and not getattr(rec.owner, "traces_inputs", False) and _calls_bool(caller):
+            # ``bool(tensor)`` spelled out in a compiled function: Dynamo traces it as ``.item()`` (the same
+            # break without fullgraph); under fullgraph the item is an unbacked symbol bool() cannot guard on
+            # (export and make_fx keep their data-dependent error)
             if fullgraph:
                 from ._unbacked import _guard_error
 
