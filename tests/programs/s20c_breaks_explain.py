@@ -30,7 +30,7 @@ def explicit(x):
 
 
 def with_tolist(x):
-    vals = x.round().tolist()
+    vals = x.round().flatten().tolist()
     return x * len([v for v in vals if v > 0])
 
 

@@ -37,7 +37,7 @@ def attempt(label, fn, text=True):
     except Exception as e:
         # (text=False: which guard torch words depends on its reasoning about the program's own ops, e.g.
         # "(1 + x.size()[0]) // 2 == y.size()[0]" for x[0::2]; ember checks the spec "x.size()[0] == 2 * y.size()[0]")
-        print(label, "!!", type(e).__name__, "|", str(e).splitlines()[0][:90] if text else str(e)[:12])
+        print(label, "raised", type(e).__name__, "|", str(e).splitlines()[0][:90] if text else str(e)[:12])
 
 
 batch = Dim("batch", min=2, max=32)

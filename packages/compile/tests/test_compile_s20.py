@@ -125,3 +125,23 @@ def test_accumulated_cache_size_limit_stops_compiling():
         values = [compiled(ember.ones(n)).item() for n in range(1, 6)]
     assert values == [2.0 * n for n in range(1, 6)]
     assert len(calls) == 2
+
+
+def test_float_tolist_break_reason_is_dynamos():
+    reasons = {}
+    for lib in (torch, ember):
+        ex = lib._dynamo.explain(lambda t: t * len([v for v in t.round().tolist() if v > 0]))(lib.linspace(-1, 2, 4))
+        reasons[lib.__name__] = [str(r.reason).splitlines()[0] for r in ex.break_reasons]
+    assert reasons["ember"] == reasons["torch"] == ["Tensor.tolist() with non-integer tensor"]
+
+
+def test_inductor_config_module_is_importable_as_torchs():
+    import importlib
+
+    pytest.importorskip("ember.export")  # ember._inductor is ember-export's
+
+    config = importlib.import_module("ember._inductor.config")
+    assert config is importlib.import_module("ember.compiler.inductor.config")
+    with config.patch(max_autotune=True):
+        assert ember._inductor.config.max_autotune is True
+    assert config.max_autotune is False

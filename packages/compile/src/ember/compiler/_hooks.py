@@ -92,6 +92,9 @@ def sync_hook(tensor, reason: str):
         storage = tensor._storage
         if not overlaps(rec.written, storage) and (reason in _PURE_READS or not overlaps(rec.input_ranges, storage)):
             return
+    if reason == "Tensor.tolist()" and tensor is not None and (
+            tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        reason = "Tensor.tolist() with non-integer tensor"  # Dynamo's break reason for float items
     rec.flush(reason)
 
 
