@@ -340,7 +340,7 @@ def _int_list_branch(x):
 def test_fullgraph_scalar_reads_match_torch(case):
     # PyTorch 2.13 (capture_scalar_outputs=False) keeps .item()/float()/int() in a fullgraph
     # capture and returns the value; deciding on an item() (``if v > 0``) is a UserError;
-    # bool() of a tensor and float tolist() stay Unsupported.
+    # a truth test of a tensor (`if t:`) and float tolist() stay Unsupported (bool(t) spelled out: test_compile_s20).
     def program(lib):
         return {
             "item": lambda x: x * x.sum().item(),

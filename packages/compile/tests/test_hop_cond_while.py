@@ -167,7 +167,7 @@ def test_while_loop_under_compile_and_errors():
         _close(f(ember.tensor(start), xe)[1], torch_while_loop(*_loop_fns(torch, wt), (torch.tensor(start), xt))[1])
     with pytest.raises(RuntimeError, match="body_fn"):
         while_loop(lambda x: x.sum() < 10, lambda x: (x.sum(),), (xe,))
-    with pytest.raises(RuntimeError, match="boolean"):
+    with pytest.raises(RuntimeError, match="unsupported cond_fn return type"):
         while_loop(lambda x: x.sum(), lambda x: (x + 1,), (xe,))
     with pytest.raises(RuntimeError, match="tuple or list"):
         while_loop(lambda x: x.sum() < 10, lambda x: (x + 1,), xe)

@@ -113,9 +113,10 @@ def cond(pred, true_fn, false_fn, operands=()):
     """
     _check_pred(pred)
     if not callable(true_fn) or not callable(false_fn):
-        raise RuntimeError("Expected true_fn and false_fn to be callable.")
+        raise RuntimeError("Expect both branches to be callable.")
     if not isinstance(operands, (tuple, list)):
-        raise RuntimeError(f"Expected a tuple or list of operands, got {type(operands).__name__}")
+        raise RuntimeError("Expect operands to be a tuple of possibly nested dict/list/tuple that only consists of "
+                           f"tensor leaves, but got {operands}.")
     operands = tuple(operands)
     for i, op in enumerate(operands):
         if not isinstance(op, (Tensor, int, float, bool)):

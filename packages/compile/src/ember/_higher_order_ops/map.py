@@ -18,7 +18,7 @@ def map(f, xs, *args):  # noqa: A001 - PyTorch's name
     if not all(isinstance(x, ember.Tensor) for x in flat_xs):
         raise RuntimeError(f"Mapped xs can only consist of tensors. Got xs {flat_xs}.")
     if any(x.dim() == 0 for x in flat_xs):
-        raise RuntimeError("map: each mapped x needs a first dim to map over (got a 0-d tensor)")
+        raise IndexError("tuple index out of range")  # PyTorch's map reads the 0-d tensor's shape[0]
     leading = {x.shape[0] for x in flat_xs}
     if len(leading) != 1:
         raise RuntimeError("Leading dimensions of mapped xs must be consistent. "

@@ -41,24 +41,41 @@ def _check_carried(carried) -> tuple:
 def _as_pred(value):
     if isinstance(value, Tensor):
         if value.numel() != 1 or value.dtype.name != "bool":
-            raise RuntimeError("while_loop: cond_fn must return a boolean scalar tensor or a Python bool, got a "
-                               f"tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
+            raise _uncaptured(
+                "torch.while_loop: unsupported cond_fn return type\n  Higher Order Operator: torch.while_loop\n"
+                "  Explanation: Expected cond_fn to return a scalar tensor or a bool but got "
+                f"{value.shape} of dtype {value.dtype}.")
         return bool(value)
     if isinstance(value, bool):
         return value
-    raise RuntimeError(f"while_loop: cond_fn must return a boolean scalar tensor or a bool, got "
-                       f"{type(value).__name__}")
+    raise _uncaptured("torch.while_loop: unsupported cond_fn return type\n  Higher Order Operator: torch.while_loop\n"
+                      f"  Explanation: Expected cond_fn to return a scalar tensor or a bool but got "
+                      f"{type(value).__name__}.")
+
+
+def _uncaptured(detail: str):
+    """PyTorch's eager while_loop runs through Dynamo: a bad cond_fn is its UncapturedHigherOrderOpError."""
+    from ember.compiler._exc import UncapturedHigherOrderOpError
+
+    return UncapturedHigherOrderOpError("This higher order operator doesn't work unless it is captured completely "
+                                        f"with torch.compile. Got graph break/error:\n\n{detail}")
 
 
 def _check_body(new, carried) -> tuple:
+    from ember.compiler._exc import UncapturedHigherOrderOpError
+
     if not isinstance(new, (tuple, list)) or len(new) != len(carried):
-        raise RuntimeError(f"while_loop: body_fn must return {len(carried)} carried values (a tuple), got "
-                           f"{type(new).__name__}")
+        got = [type(n).__name__ for n in new] if isinstance(new, (tuple, list)) else [type(new).__name__]
+        raise UncapturedHigherOrderOpError(
+            "Expected body_fn_output and carried_inputs to have same number of outputs but got "
+            f"lhs:{got} and rhs:{[type(c).__name__ for c in carried]}")
     for i, (n, c) in enumerate(zip(new, carried)):
         if not isinstance(n, Tensor) or tuple(n.shape) != tuple(c.shape) or n.dtype != c.dtype:
-            got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
-            raise RuntimeError(f"while_loop: body_fn output {i} must match carried input {i} "
-                               f"({tuple(c.shape)} {c.dtype}), got {got}")
+            what = (f"shape: {n.shape} vs {c.shape}" if tuple(n.shape) != tuple(c.shape)
+                    else f"dtype: {n.dtype} vs {c.dtype}") if isinstance(n, Tensor) else f"type: {type(n).__name__}"
+            raise UncapturedHigherOrderOpError(
+                f"Expected body_fn_output and carried_inputs to have same metadata but found:\npair[{i}] differ in "
+                f"'{what}'\n  Higher Order Operator: torch.while_loop")
     return tuple(new)
 
 
@@ -85,7 +102,9 @@ def while_loop(cond_fn, body_fn, carried_inputs):
     b_tracer, b_leaves, b_spec = trace_subgraph(body_fn, operands, "while_loop body_fn")
     if len(c_leaves) != 1 or not isinstance(c_leaves[0], Tensor) or c_leaves[0].numel() != 1 or (
             c_leaves[0].dtype.name != "bool"):
-        raise RuntimeError("while_loop: cond_fn must return a boolean scalar tensor")
+        _as_pred(c_leaves[0] if len(c_leaves) == 1 else tuple(c_leaves))  # PyTorch's error for most
+        raise _uncaptured("torch.while_loop: unsupported cond_fn return type\n  Higher Order Operator: "
+                          "torch.while_loop\n  Explanation: cond_fn must return a boolean scalar tensor when traced.")
     _check_body(b_leaves, carried)
     lifted = merged_lifted(c_tracer, b_tracer)
     cond_graph = finish_subgraph(c_tracer, c_leaves, lifted, "while_loop cond_fn")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from ._break_reasons import DISABLED_CALL
 from ._compiled import CompiledFunction, disable_context, wrap_function
 from ._recorder import current
 from ._user_frames import user_frame
@@ -51,6 +52,8 @@ def compile(  # noqa: A001 - PyTorch's name
                                  options=options, disable=disable)
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # PyTorch's words
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")  # PyTorch's words
     from .backends.registry import lookup_backend
 
     lookup_backend(backend)  # an unknown name fails here, as in PyTorch
@@ -174,9 +177,10 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
         if rec is None:
             with disable_context():
                 return inner(*args, **kwargs)
-        why = f"call to {getattr(inner, '__qualname__', inner)!r}, marked ember.compiler.disable"
-        if reason:
-            why += f" ({reason})"
+        # PyTorch's break reason (explain(), and the Unsupported of fullgraph=True)
+        why = (f"{DISABLED_CALL}\n  Explanation: Skip calling function "
+               f"`{inner}` since it was wrapped with `torch.compiler.disable` (reason: {reason})\n"
+               "  Hint: Remove the `torch.compiler.disable` call")
         if getattr(rec.owner, "fullgraph", False):
             # a break even with nothing pending, as in PyTorch ("Skip calling
             # `torch.compiler.disable()`d function"): Unsupported before it runs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 DATA_DEPENDENT_BRANCH = "Data-dependent branching"
 DYNAMIC_SHAPE_OPERATOR = "Dynamic shape operator: "  # + the op's name (nonzero, index, unique ...)
+DISABLED_CALL = "Skip calling `torch.compiler.disable()`d function"  # + PyTorch's explanation of that call
 
 # capture reason -> (PyTorch's break reason in explain(), PyTorch's fullgraph=True error text)
 _TEXTS = {
@@ -72,6 +73,8 @@ def fullgraph_text(reason: str) -> str:
     """The message of the ``Unsupported`` a ``fullgraph=True`` compile raises for the break."""
     if reason.startswith(DYNAMIC_SHAPE_OPERATOR):
         return _dynamic_shape_text(reason[len(DYNAMIC_SHAPE_OPERATOR):])
+    if reason.startswith(DISABLED_CALL):
+        return reason
     entry = _TEXTS.get(reason)
     if entry is None:
         return f"graph break in a fullgraph=True compile: {reason}"

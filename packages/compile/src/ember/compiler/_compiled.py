@@ -351,7 +351,7 @@ class CompiledFunction:
                 return _bind(run, dyn, rec)
         count = self.per_position.get(position, 0)
         limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
-        if count >= limit:
+        if count >= limit or sum(self.per_position.values()) >= config.accumulated_cache_size_limit:
             if not self.fallback:
                 # logged, not warned, as TorchDynamo logs it (convert_frame): a program running with
                 # warnings as errors keeps running, eagerly
@@ -364,8 +364,11 @@ class CompiledFunction:
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
             if config.error_on_recompile:
-                raise RecompileError(f"Recompiling function {self.name}: the recorded ops, input metadata or grad "
-                                     "mode differ from the cached entries (torch._dynamo.config.error_on_recompile)")
+                code = getattr(self.fn, "__code__", None)
+                where = f"{code.co_name} in {code.co_filename}:{code.co_firstlineno}" if code is not None \
+                    else self.name
+                raise RecompileError(f"Recompiling function {where}\n  the recorded ops, input metadata or grad mode "
+                                     "differ from the cached entries (torch._dynamo.config.error_on_recompile)")
             if _STANCE[0] == "fail_on_recompile":
                 raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
@@ -373,7 +376,18 @@ class CompiledFunction:
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
-        run = _runner(self._compile(rec, live, dyn), dyn)
+        try:
+            compiled = self._compile(rec, live, dyn)
+        except BackendCompilerFailed as exc:
+            if not config.suppress_errors:
+                raise
+            # torch._dynamo.config.suppress_errors: Dynamo logs the failure and runs the frame eagerly from
+            # now on (its code is skipped); so does this function
+            log.warning("ember._dynamo: backend compiler failed with suppress_errors=True, running %s eagerly: "
+                        "%s", self.name, exc)
+            self.fallback = True
+            return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
+        run = _runner(compiled, dyn)
         if dyn is not None:
             run.sources = dyn[1]  # where its symbols are read (``_coincident_entry``)
         self.cache[key] = run
@@ -655,15 +669,25 @@ def _runner(compiled, dyn):
     if dyn is None:
         def run(inputs):
             out = _without_autocast(compiled, inputs)
-            return out if isinstance(out, (tuple, list)) else (out,)
+            return out if isinstance(out, (tuple, list)) else _one_output(out)
     else:
         sources = [s for s in dyn[1] if type(s) is not ScalarSource]
 
         def run(inputs, numbers=()):
             out = _without_autocast(compiled, (*inputs, *[inputs[k]._shape[d] for k, d in sources], *numbers))
-            return out if isinstance(out, (tuple, list)) else (out,)
+            return out if isinstance(out, (tuple, list)) else _one_output(out)
 
     return run
+
+
+def _one_output(out) -> tuple:
+    """A backend's callable returned one value: a tensor is the graph's one output; anything else is what
+    PyTorch's caller meets indexing it (``'int' object is not subscriptable``)."""
+    from ember._src.tensor import Tensor
+
+    if out is not None and not isinstance(out, Tensor) and not hasattr(out, "__getitem__"):
+        raise TypeError(f"{type(out).__name__!r} object is not subscriptable")
+    return (out,)
 
 
 def _without_autocast(compiled, args):

@@ -214,7 +214,14 @@ def symbolize(rec, all_dims, scalars=()):
     items = []
     k = 0
     for item in rec.key:
-        if type(item) is tuple and item and type(item[0]) is DType:
+        if anywhere and type(item) is tuple and len(item) == 3 and is_slice_op(item[0]):
+            # ``x[n:n + 1]`` recorded as the op ``slice(x, dim, start, end, step)``: its bounds are
+            # slice bounds too (``n + 1``), as in a slice tuple
+            args = tuple(walk(a) for a in item[1])
+            args = tuple(anywhere.get(a[1], a) if 2 <= i <= 3 and type(a) is tuple and len(a) == 2 and a[0] is int
+                         else a for i, a in enumerate(args))
+            items.append((item[0], args, walk(item[2])))
+        elif type(item) is tuple and item and type(item[0]) is DType:
             # An input: (dtype, device, shape, stride, offset, requires_grad). Contiguous
             # strides are implied by the (symbolic) shape; others stay as they are.
             dtype, device, shape, stride, offset, rg = item
@@ -228,6 +235,11 @@ def symbolize(rec, all_dims, scalars=()):
         else:
             items.append(walk(item))
     return tuple(items), sources, by_value, derived, floats, frozenset(scalar_ints), anywhere
+
+
+def is_slice_op(op) -> bool:
+    """Whether ``op`` is ``ember.ops.slice`` (whose args 2 and 3 are a slice's bounds)."""
+    return getattr(op, "name", None) == "slice" and type(op).__name__ == "Op"
 
 
 def _slice_bound(b, by_value, scalar_ints, anywhere):

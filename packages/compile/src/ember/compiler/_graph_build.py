@@ -16,6 +16,7 @@ from ember._src.device import device as Device
 from ember._src.dtypes import dtype as DType
 from ember.fx.node import has_side_effect
 
+from ._dynamic import is_slice_op
 from ._fake import fake_of
 from ._hooks import _PythonOp
 from ._op_facts import op_info
@@ -178,6 +179,11 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         if literal:
             node = graph.call_function(target, tuple(_keep_literals(a, i, literal, sub) for i, a in enumerate(targs)),
                                        {k: a if ("kw", k) in literal else sub(a) for k, a in tkwargs.items()})
+        elif anywhere and is_slice_op(target):
+            # the op's bounds (args 2, 3) are slice bounds: ``n + 1`` as ``symbolize`` keyed it
+            node = graph.call_function(target, tuple(
+                expression(a, anywhere[a]) if 2 <= i <= 3 and type(a) is int and a not in by_value and a in anywhere
+                else sub(a) for i, a in enumerate(targs)), {k: sub(a) for k, a in tkwargs.items()})
         else:
             node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
         if op_index < len(stacks) and stacks[op_index] is not None:

@@ -63,7 +63,19 @@ def sync_hook(tensor, reason: str):
         if not rec.has_random:
             return  # generator state: only pending random ops care
     elif reason == "Tensor.item()" and type(tensor) is LazyTensor:
-        if _bool_caller() is not None:
+        caller = _bool_caller()
+        if caller is not None and not getattr(rec.owner, "traces_inputs", False) and _calls_bool(caller):
+            # ``bool(tensor)`` spelled out in a compiled function: Dynamo traces it as ``.item()`` (the same
+            # break without fullgraph); under fullgraph the item is an unbacked symbol bool() cannot guard on
+            # (export and make_fx keep their data-dependent error)
+            if fullgraph:
+                from ._unbacked import _guard_error
+
+                kind = tensor.dtype
+                expr = "Eq(u0, 1)" if kind.name == "bool" else "Ne(zuf0, 0.0)" if kind.is_floating_point \
+                    else "Ne(u0, 0)"
+                raise _guard_error(expr)
+        elif caller is not None:
             reason = DATA_DEPENDENT_BRANCH  # ``if tensor:`` (a break even under fullgraph=True)
         elif fullgraph or _config.capture_scalar_outputs:
             # PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in a fullgraph=True
@@ -80,6 +92,9 @@ def sync_hook(tensor, reason: str):
         storage = tensor._storage
         if not overlaps(rec.written, storage) and (reason in _PURE_READS or not overlaps(rec.input_ranges, storage)):
             return
+    if reason == "Tensor.tolist()" and tensor is not None and (
+            tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        reason = "Tensor.tolist() with non-integer tensor"  # Dynamo's break reason for float items
     rec.flush(reason)
 
 
@@ -107,6 +122,23 @@ def _bool_caller():
             return torch_function.caller_of_gate(f.f_back)
         f = f.f_back
     return None
+
+
+_CALL_SITES: dict = {}  # code object -> offsets of its call instructions
+
+
+def _calls_bool(frame) -> bool:
+    """Whether ``frame`` asks for a tensor's truth by calling a function (``bool(t)``), not by a truth
+    test of the code (``if t:``, ``not t``, ``t and u``): the instruction it is at is a call."""
+    code = frame.f_code
+    calls = _CALL_SITES.get(code)
+    if calls is None:
+        import dis
+
+        calls = frozenset(ins.offset for ins in dis.get_instructions(code)
+                          if ins.opname.startswith(("CALL", "PRECALL")))
+        _CALL_SITES[code] = calls
+    return frame.f_lasti in calls
 
 
 _ASSERT_SITES: dict = {}  # code object -> {offset of an assert's truth test: its message}

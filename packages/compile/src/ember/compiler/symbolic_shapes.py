@@ -584,6 +584,8 @@ def _used(poly, n: int) -> list:
 def mark_dynamic(t, index, *, min: int | None = None, max: int | None = None) -> None:  # noqa: A002
     """Marks size ``index`` (an int or a list of them) of ``t`` dynamic for ``ember.compile``."""
     indices = index if isinstance(index, (list, tuple)) else [index]
+    if not hasattr(t, "__dict__"):  # PyTorch's mark_dynamic sets an attribute on the object
+        raise AttributeError(f"{type(t).__name__!r} object has no attribute '_dynamo_dynamic_indices'")
     dyn = t.__dict__.setdefault("_dynamo_dynamic_indices", set())
     ranges = t.__dict__.setdefault("_dynamo_dynamic_range", {})
     for i in indices:

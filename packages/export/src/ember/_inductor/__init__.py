@@ -8,10 +8,15 @@ packaging lives in ``ember.export._aoti``. ``utils.fresh_inductor_cache`` gives 
 cache directory; ``cudagraph_mark_step_begin`` is ``ember.compiler``'s (no CUDA graphs on the CPU).
 """
 
+import sys
+
 from ember.compiler import cudagraph_mark_step_begin
 from ember.compiler.inductor import config
 from ember.export._aoti import AOTICompileError, aoti_compile_and_package
 from ember.export._aoti_runtime import AOTICompiledModel, aoti_load_package
+
+# ``import torch._inductor.config as c`` (PyTorch's spelling) finds the same settings module
+sys.modules[__name__ + ".config"] = config
 
 __all__ = ["AOTICompileError", "AOTICompiledModel", "aoti_compile_and_package", "aoti_load_package", "config",
            "cudagraph_mark_step_begin"]

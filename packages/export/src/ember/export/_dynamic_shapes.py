@@ -276,7 +276,7 @@ def dim_kind(spec) -> str:
 
 def constraint_violation(names: list[str], reasons: list[str], fixes: list[str]) -> UserError:
     """PyTorch's ``Constraints violated (...)!`` error with its suggested fixes."""
-    text = f"Constraints violated ({', '.join(names)})!\n"
+    text = f"Constraints violated ({', '.join(names)})! For more information, run with TORCH_LOGS=\"+dynamic\".\n"
     text += "".join(f"  - {r}\n" for r in reasons)
     if fixes:
         text += "Suggested fixes:\n" + "".join(f"  {f}\n" for f in fixes)

@@ -209,6 +209,8 @@ class ExportedProgram:
 
         if decomp_table is None:
             return run_decompositions(self, None)
+        if not hasattr(decomp_table, "items"):
+            decomp_table = dict(decomp_table)  # PyTorch's TypeError for a table that is no mapping
         return run_decompositions(self, decomp_table, keep_composites=True)
 
     def validate(self) -> None:

@@ -58,10 +58,11 @@ def dynamic_roots(leaves, dim_specs, arg_names):
                                     f"{root.__name__}!")
                 if entry is None:
                     entry = roots[key] = _Root(key, root.__name__, root.min, root.max, "dim", value)
+                    entry.first_where = where
                 elif entry.base != value:
+                    # PyTorch's words (its sources spelled L['y'].size()[0])
                     raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
-                                    f"The example inputs give {root.__name__} two values ({entry.base} and "
-                                    f"{value}, at {where})")
+                                    f"{where} = {value} is not equal to {entry.first_where} = {entry.base}")
                 entry.uses.append((i, d, coeff, offset))
             else:
                 lo = spec.min if spec.min is not None else 2  # PyTorch's 0/1 specialization

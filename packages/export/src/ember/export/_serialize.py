@@ -216,8 +216,8 @@ def _write_zip(f, members: dict) -> None:
         f.write(data)
 
 
-class _NotAZip(SerializationError, zipfile.BadZipFile):
-    """A file that is no zip archive at all (truncated, garbage): also a ``zipfile.BadZipFile``,
+class BadZipFile(SerializationError, zipfile.BadZipFile):
+    """A file that is no zip archive at all (truncated, garbage): also a ``zipfile.BadZipFile`` (and named so),
     the type PyTorch 2.13's ``torch.export.load`` raises there."""
 
 
@@ -233,7 +233,7 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
         # (NotImplementedError: a damaged header's "zip file version 14.7")
         if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
-        raise _NotAZip(f"{f!r} is not an ember exported program (not a zip archive)") from exc
+        raise BadZipFile(f"File is not a zip file\n{f!r} is not an ember exported program") from exc
     try:
         return _load(z, extra_files)
     except SerializationError:

@@ -94,7 +94,8 @@ def unflatten(module, flat_args_adapter=None) -> UnflattenedModule:
     from ._program import ExportedProgram
 
     if not isinstance(module, ExportedProgram):
-        raise TypeError(f"unflatten expects an ExportedProgram, got {type(module).__name__}")
+        # PyTorch's unflatten reads the program's signature first
+        raise AttributeError(f"{type(module).__name__!r} object has no attribute 'graph_signature'")
     return UnflattenedModule(module, flat_args_adapter)
 
 

@@ -23,6 +23,10 @@ def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=No
     if isinstance(obj, nn.Module):
         return RecursiveScriptModule(obj, example)
     if callable(obj):
+        code = getattr(obj, "__code__", None)
+        if code is not None and code.co_name == "<lambda>":
+            # TorchScript compiles a function's source: a lambda has none of its own
+            raise RuntimeError(f"Expected a single top-level function: {code.co_filename}:{code.co_firstlineno}")
         return ScriptFunction(obj, RecursiveScriptModule(_FunctionModule(obj), example))
     raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it is not a module or function")
 

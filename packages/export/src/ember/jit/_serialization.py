@@ -25,7 +25,14 @@ def save(m, f, _extra_files=None) -> None:
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes: bool = False) -> ScriptModule:
-    ep = _export.load(f, extra_files=_extra_files)
+    import zipfile
+
+    try:
+        ep = _export.load(f, extra_files=_extra_files)
+    except zipfile.BadZipFile as exc:
+        # PyTorch's archive reader fails with a RuntimeError on a file that is no archive
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: failed finding central directory "
+                           f"({str(exc).splitlines()[-1]})") from exc
     module = ep.module()
     loaded = RecursiveScriptModule(module, ep.example_inputs, module)
     object.__setattr__(loaded, "_exported", ep)

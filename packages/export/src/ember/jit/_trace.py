@@ -169,6 +169,36 @@ def _graph_ops(ep) -> list:
     return [getattr(n.target, "name", str(n.target)) for n in ep.graph.nodes if n.op == "call_function"]
 
 
+def _type_name(value) -> str:
+    """TorchScript's name of a value's type (``Tuple[int]``, ``List[Tensor]``)."""
+    if isinstance(value, ember.Tensor):
+        return "Tensor"
+    if isinstance(value, tuple):
+        return f"Tuple[{', '.join(_type_name(v) for v in value)}]"
+    if isinstance(value, list):
+        return f"List[{_type_name(value[0]) if value else 'Tensor'}]"
+    if isinstance(value, dict):
+        k, v = next(iter(value.items()), ("str", None))
+        return f"Dict[{type(k).__name__}, {_type_name(v) if v is not None else 'Tensor'}]"
+    return type(value).__name__
+
+
+def _check_traceable(args) -> None:
+    """TorchScript traces only tensors and (possibly nested) lists, dicts and tuples of them."""
+    def ok(v):
+        if isinstance(v, ember.Tensor):
+            return True
+        if isinstance(v, (tuple, list)):
+            return all(ok(x) for x in v)
+        if isinstance(v, dict):
+            return all(ok(x) for x in v.values())
+        return False
+
+    if not ok(args):
+        raise RuntimeError(f"Type '{_type_name(tuple(args))}' cannot be traced. Only Tensors and (possibly nested) "
+                           "Lists, Dicts, and Tuples of Tensors can be traced")
+
+
 def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, check_inputs=None,
           check_tolerance: float = 1e-5, strict: bool = True, _force_outplace: bool = False,
           _module_class=None, _compilation_unit=None, example_kwarg_inputs=None, _store_inputs: bool = True):
@@ -178,6 +208,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, ch
     args = example_inputs if isinstance(example_inputs, tuple) else (
         () if example_inputs is None else (example_inputs,))
     kwargs = dict(example_kwarg_inputs or {})
+    _check_traceable(args)
     module = func if isinstance(func, nn.Module) else _FunctionModule(func)
     args, kwargs = bind_positional(module, args, kwargs)
     eager = False
