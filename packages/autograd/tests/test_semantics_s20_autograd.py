@@ -169,7 +169,7 @@ CASES = [
     LEAF + 'b = a * 1; v = b[:2]; v.mul_(2); v.sum().backward(); a.grad',
     LEAF + 'b = a * 1; v = b.view(3); v.add_(1); b.sum().backward(); (a.grad, type(b.grad_fn).__name__)',
     LEAF + 'b = a.detach(); b.zero_(); a',
-    LEAF + 'b = a.detach(); b.resize_(5)',
+    LEAF + 'b = a.detach(); b.resize_(5); (b.shape, b[:3])',  # (the tail is uninitialized memory)
     LEAF + 'b = a.view(3); b.detach_()',
     LEAF + 'a.resize_(2)',
     LEAF + 'a.t_()',

@@ -61,7 +61,11 @@ attempt("file://", backend="gloo", init_method=f"file://{shared}", rank=RANK, wo
 store = dist.TCPStore("127.0.0.1", PORT + 3, WORLD, RANK == 0, timeout=TIMEOUT)
 attempt("store", backend="gloo", store=store, rank=RANK, world_size=WORLD)
 attempt("store without rank", backend="gloo", store=store)
+# A fresh master port: a store re-made at once on the first init's port sometimes failed gloo's mesh
+# connection under load (seen with torch's own gloo).
+os.environ["MASTER_PORT"] = str(PORT + 6)
 attempt("env:// with rank given", backend="gloo", rank=RANK, world_size=WORLD, timeout=TIMEOUT)
+os.environ["MASTER_PORT"] = str(PORT)
 attempt("tcp:// without rank", backend="gloo", init_method=f"tcp://127.0.0.1:{PORT + 4}")
 saved = dict(os.environ)
 for var in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"):
